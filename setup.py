@@ -1,0 +1,46 @@
+"""tupe-tf: TUPE and DIET positional encodings for keras-hub BERT encoders."""
+
+import pathlib
+import re
+
+from setuptools import find_packages
+from setuptools import setup
+
+HERE = pathlib.Path(__file__).parent
+VERSION = re.search(
+    r'__version__ = "([^"]+)"', (HERE / "tupe_tf" / "version.py").read_text()
+).group(1)
+
+setup(
+    name="tupe-tf",
+    version=VERSION,
+    description=(
+        "TUPE (Ke et al., ICLR 2021) and DIET (Chen et al., EMNLP 2021) "
+        "positional encodings for keras-hub BERT encoders, with a TF-Text "
+        "pre-training data pipeline, training scripts and SavedModel export."
+    ),
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    packages=find_packages(include=["tupe_tf", "tupe_tf.*", "data_pipeline", "data_pipeline.*"]),
+    # Pinned to the mutually compatible set this package is tested with.
+    install_requires=[
+        "tensorflow==2.21.0",
+        "tensorflow-text==2.21.1",
+        "keras==3.15.1",
+        "keras-hub==0.32.0",
+        "tensorflow-datasets==4.9.10",
+        "absl-py>=2.1,<3",
+        "numpy>=1.26,<2.5",
+        "gensim==4.4.0",
+        "matplotlib>=3.8,<4",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8,<10",
+            "tensorflow-hub==0.16.1",
+            "tf-keras==2.21.0",
+            "scipy>=1.11",
+        ],
+    },
+)
