@@ -1,0 +1,7 @@
+"""tupe-tf: TUPE and DIET positional encodings for keras-hub BERT encoders."""
+
+from tupe_tf import layers
+from tupe_tf.models import POSITION_ENCODINGS
+from tupe_tf.models import SEGMENT_ENCODINGS
+from tupe_tf.models import TupeBackbone
+from tupe_tf.version import __version__

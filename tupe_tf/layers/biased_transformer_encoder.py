@@ -1,0 +1,172 @@
+"""BERT's post-LayerNorm transformer encoder layer, taking an attention bias."""
+
+import keras
+from keras_hub.layers import TransformerEncoder
+
+from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
+
+
+def _clone(initializer):
+    return initializer.__class__.from_config(initializer.get_config())
+
+
+@keras.saving.register_keras_serializable(package="tupe_tf")
+class BiasedTransformerEncoder(TransformerEncoder):
+    """keras-hub's `TransformerEncoder` with a biased self-attention.
+
+    Same sublayers, names and variables as
+    `keras_hub.layers.TransformerEncoder` (so BERT weights copy over), but
+    the self-attention is a `BiasedMultiHeadAttention`: the call takes an
+    additive `attention_bias` and optional position offsets for the query
+    and key, and the padding mask is applied as a boolean key mask.
+
+    `build` is overridden completely (building the parent's attention and
+    then swapping it would leave orphan variables).
+
+    Args:
+        intermediate_dim: int. Width of the feedforward layer.
+        num_heads: int. Number of attention heads.
+        content_scale: float or None. Scale of the content logits;
+            defaults to `1/sqrt(head_dim)`.
+        **kwargs: other keyword arguments of
+            `keras_hub.layers.TransformerEncoder` (`dropout`, `activation`,
+            `layer_norm_epsilon`, initializers, `normalize_first`).
+
+    Call arguments:
+        inputs: tensor `(batch, n, hidden)`.
+        padding_mask: optional `(batch, n)`, 1/True for real tokens.
+        attention_bias: optional float `(1 or batch, heads, n, n)`.
+        query_offset, key_offset: optional `(n, heads, head_dim)`.
+        training: bool.
+        return_attention_scores: bool. Also return the attention
+            probabilities `(batch, heads, n, n)`.
+
+    Example:
+    ```python
+    layer = tupe_tf.layers.BiasedTransformerEncoder(
+        intermediate_dim=64, num_heads=4)
+    x = np.random.rand(2, 16, 32).astype("float32")
+    y = layer(x, attention_bias=np.zeros((1, 4, 16, 16), "float32"))
+    ```
+    """
+
+    def __init__(self, intermediate_dim, num_heads, content_scale=None,
+                 **kwargs):
+        super().__init__(
+            intermediate_dim=intermediate_dim, num_heads=num_heads, **kwargs
+        )
+        self.content_scale = content_scale
+
+    def build(self, inputs_shape):
+        hidden_dim = inputs_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"`hidden_dim` ({hidden_dim}) must be divisible by "
+                f"`num_heads` ({self.num_heads})."
+            )
+        key_dim = hidden_dim // self.num_heads
+        intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
+        self._self_attention_layer = BiasedMultiHeadAttention(
+            num_heads=self.num_heads,
+            key_dim=key_dim,
+            content_scale=self.content_scale,
+            dropout=self.dropout,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="self_attention_layer",
+        )
+        self._self_attention_layer.build(
+            query_shape=inputs_shape, value_shape=inputs_shape
+        )
+        self._self_attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="self_attention_layer_norm",
+        )
+        self._self_attention_layer_norm.build(inputs_shape)
+        self._self_attention_dropout = keras.layers.Dropout(
+            rate=self.dropout,
+            dtype=self.dtype_policy,
+            name="self_attention_dropout",
+        )
+        self._feedforward_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="feedforward_layer_norm",
+        )
+        self._feedforward_layer_norm.build(inputs_shape)
+        self._feedforward_intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=self.activation,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_intermediate_dense",
+        )
+        self._feedforward_intermediate_dense.build(inputs_shape)
+        self._feedforward_output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=_clone(self.kernel_initializer),
+            bias_initializer=_clone(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name="feedforward_output_dense",
+        )
+        self._feedforward_output_dense.build(intermediate_shape)
+        self._feedforward_dropout = keras.layers.Dropout(
+            rate=self.dropout,
+            dtype=self.dtype_policy,
+            name="feedforward_dropout",
+        )
+        self.built = True
+
+    def call(
+        self,
+        inputs,
+        padding_mask=None,
+        attention_bias=None,
+        query_offset=None,
+        key_offset=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        x = inputs
+        residual = x
+        if self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        outputs = self._self_attention_layer(
+            query=x,
+            value=x,
+            attention_mask=padding_mask,
+            attention_bias=attention_bias,
+            query_offset=query_offset,
+            key_offset=key_offset,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        if return_attention_scores:
+            x, attention_scores = outputs
+        else:
+            x = outputs
+        x = self._self_attention_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+
+        residual = x
+        if self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        x = self._feedforward_intermediate_dense(x)
+        x = self._feedforward_output_dense(x)
+        x = self._feedforward_dropout(x, training=training)
+        x = x + residual
+        if not self.normalize_first:
+            x = self._feedforward_layer_norm(x)
+        if return_attention_scores:
+            return x, attention_scores
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"content_scale": self.content_scale})
+        return config
