@@ -1,0 +1,119 @@
+"""The default pre-training data: the embedded Wikipedia sample, tokenised.
+
+Used when `scripts/pretrain.py` is run without data flags: builds a
+WordPiece vocabulary and MLM shards from the gensim Wikipedia sample under
+a work directory with `data_pipeline`, or reuses them when they are already
+there and match.
+"""
+
+import dataclasses
+import os
+
+from absl import logging
+
+DEFAULT_VOCAB_SIZE = 8192
+DEFAULT_NUM_SHARDS = 8
+
+
+@dataclasses.dataclass
+class DefaultData:
+    """Paths of the default data.
+
+    Attributes:
+        vocab_file: the WordPiece vocabulary.
+        shard_dir: directory of the shards and their `manifest.json`.
+        train_files: all shards but the last.
+        eval_files: the last shard, held out for evaluation.
+    """
+
+    vocab_file: str
+    shard_dir: str
+    train_files: list
+    eval_files: list
+
+
+def _existing_shards_match(shard_dir, vocab_file, seq_length):
+    import data_pipeline
+
+    try:
+        manifest = data_pipeline.read_manifest(shard_dir)
+    except (OSError, ValueError):
+        return False
+    if int(manifest.get("max_seq_length", -1)) != seq_length:
+        return False
+    files = sorted(
+        os.path.join(shard_dir, name)
+        for name in os.listdir(shard_dir)
+        if ".tfrecord" in name and not name.endswith(".tmp")
+    )
+    if len(files) < 2:
+        return False
+    try:
+        data_pipeline.check_shards_vocabulary(files, vocab_file)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def prepare_default_data(
+    work_dir,
+    seq_length=128,
+    vocab_size=DEFAULT_VOCAB_SIZE,
+    num_shards=DEFAULT_NUM_SHARDS,
+    seed=12345,
+):
+    """Builds (or reuses) a vocabulary and shards from the embedded corpus.
+
+    Args:
+        work_dir: directory for `vocab.txt` and `shards_<seq_length>/`.
+        seq_length: packed sequence length of the shards.
+        vocab_size: WordPiece vocabulary size (an upper bound).
+        num_shards: shard files; the last one is held out for evaluation.
+        seed: shard-building seed.
+
+    Returns:
+        A `DefaultData`.
+
+    Example:
+
+    >>> data = prepare_default_data("./runs/default", seq_length=128)
+    >>> data.eval_files
+    ['./runs/default/shards_128/pretrain-00007-of-00008.tfrecord']
+    """
+    import data_pipeline
+
+    if num_shards < 2:
+        raise ValueError("num_shards must be >= 2 (one shard is held out).")
+    os.makedirs(work_dir, exist_ok=True)
+    vocab_file = os.path.join(work_dir, "vocab.txt")
+    shard_dir = os.path.join(work_dir, f"shards_{seq_length}")
+    if not os.path.isfile(vocab_file):
+        logging.info("Building a %d-token vocabulary in %s", vocab_size, vocab_file)
+        print(f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}")
+        data_pipeline.build_vocabulary(None, vocab_size, vocab_file, lowercase=True)
+    if not _existing_shards_match(shard_dir, vocab_file, seq_length):
+        print(f"Building {num_shards} shards of length {seq_length}: {shard_dir}")
+        data_pipeline.build_shards(
+            data_pipeline.ShardConfig(
+                input_patterns=None,
+                vocab_file=vocab_file,
+                output_dir=shard_dir,
+                max_seq_length=seq_length,
+                num_shards=num_shards,
+                seed=seed,
+                lowercase=True,
+                overwrite=True,
+            )
+        )
+    else:
+        print(f"Reusing the vocabulary {vocab_file} and shards in {shard_dir}")
+    files = sorted(
+        name for name in os.listdir(shard_dir)
+        if ".tfrecord" in name and not name.endswith(".tmp")
+    )
+    return DefaultData(
+        vocab_file=vocab_file,
+        shard_dir=shard_dir,
+        train_files=[os.path.join(shard_dir, f) for f in files[:-1]],
+        eval_files=[os.path.join(shard_dir, files[-1])],
+    )

@@ -1,0 +1,154 @@
+"""`tf.distribute` strategy factory and the checks that go with it."""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+
+def configure_logical_cpus(num_devices):
+    """Splits the host CPU into `num_devices` logical devices.
+
+    Must run before TensorFlow initialises its devices (before any op runs);
+    afterwards TF refuses, and this raises a `RuntimeError` saying so.
+
+    Args:
+        num_devices: number of logical CPU devices wanted.
+
+    Example:
+
+    >>> configure_logical_cpus(2)  # first thing in the process
+    >>> tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    """
+    cpus = tf.config.list_physical_devices("CPU")
+    current = tf.config.get_logical_device_configuration(cpus[0])
+    if current and len(current) == num_devices:
+        return
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0],
+            [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)],
+        )
+    except RuntimeError as error:
+        raise RuntimeError(
+            f"Cannot split the CPU into {num_devices} logical devices: "
+            "TensorFlow is already initialised in this process. Pass "
+            "--num_cpu_devices before anything runs TF ops (the scripts do "
+            f"this first). Original error: {error}"
+        ) from error
+
+
+def create_strategy(name="default", tpu=None, num_cpu_devices=None):
+    """Builds a `tf.distribute.Strategy` by name.
+
+    Args:
+        name: `default` (no distribution), `one_device` (first GPU, else
+            CPU), `mirrored` (all local GPUs; on a CPU-only host, the CPU
+            split into `num_cpu_devices` logical devices, default 2),
+            `multi_worker_mirrored` (cluster from `TF_CONFIG`) or `tpu`.
+        tpu: for `tpu`, the TPU name or `grpc://host:port`; `"local"` (or
+            `None`) on a TPU VM.
+        num_cpu_devices: logical CPU devices for `mirrored` without GPUs.
+
+    Returns:
+        A `tf.distribute.Strategy`.
+
+    Example:
+
+    >>> strategy = create_strategy("mirrored", num_cpu_devices=2)
+    >>> strategy.num_replicas_in_sync
+    2
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        device = gpus[0].name if gpus else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device)
+    if name == "mirrored":
+        if tf.config.list_physical_devices("GPU"):
+            return tf.distribute.MirroredStrategy()
+        num_cpu_devices = num_cpu_devices or 2
+        configure_logical_cpus(num_cpu_devices)
+        devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        if len(devices) < num_cpu_devices:
+            raise RuntimeError(
+                f"Asked for {num_cpu_devices} CPU replicas but TensorFlow has "
+                f"{len(devices)} logical CPU devices."
+            )
+        return tf.distribute.MirroredStrategy(devices[:num_cpu_devices])
+    if name == "multi_worker_mirrored":
+        if "TF_CONFIG" in os.environ:
+            try:
+                json.loads(os.environ["TF_CONFIG"])
+            except ValueError as error:
+                raise ValueError(
+                    f"TF_CONFIG is not valid JSON: {os.environ['TF_CONFIG']!r}"
+                ) from error
+        else:
+            logging.warning(
+                "--strategy=multi_worker_mirrored without TF_CONFIG: running "
+                "as a single worker."
+            )
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        return _create_tpu_strategy(tpu)
+    raise ValueError(
+        f"--strategy={name!r} is not one of default, one_device, mirrored, "
+        "multi_worker_mirrored, tpu."
+    )
+
+
+def _create_tpu_strategy(tpu):
+    tpu = tpu or "local"
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        if tpu != "local":
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as error:
+        raise RuntimeError(
+            f"--strategy=tpu: could not reach TPU {tpu!r}: {error}. On a TPU "
+            "VM use --tpu=local; otherwise the TPU name or grpc:// address."
+        ) from error
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy):
+    """True on the worker that writes shared outputs (checkpoints, preset)."""
+    extended = strategy.extended
+    if not getattr(extended, "_in_multi_worker_mode", lambda: False)():
+        return True
+    task_type = extended._task_type  # Set from TF_CONFIG by the strategy.
+    task_id = extended._task_id
+    return task_type is None or (task_type == "chief") or (
+        task_type == "worker" and task_id == 0
+    )
+
+
+def worker_dir(path, strategy):
+    """`path` on the chief, a per-worker scratch dir elsewhere.
+
+    Every worker must take part in saving (saving may run collectives), but
+    only the chief's files are kept.
+    """
+    if is_chief(strategy):
+        return path
+    task_id = strategy.extended._task_id
+    return os.path.join(
+        os.path.dirname(os.path.abspath(path)),
+        f".worker{task_id}_" + os.path.basename(os.path.abspath(path)),
+    )
+
+
+def per_replica_batch_size(global_batch_size, strategy):
+    """Splits the global batch, refusing one that does not divide evenly."""
+    replicas = strategy.num_replicas_in_sync
+    if global_batch_size <= 0 or global_batch_size % replicas:
+        raise ValueError(
+            f"--global_batch_size={global_batch_size} is not divisible by the "
+            f"number of replicas ({replicas}) of --strategy. Use a multiple of "
+            f"{replicas}."
+        )
+    return global_batch_size // replicas

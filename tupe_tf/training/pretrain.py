@@ -1,0 +1,484 @@
+"""Masked-LM pre-training of a `TupeBackbone` with `model.fit`.
+
+`run_pretraining(config)` is the library entry point behind
+`scripts/pretrain.py`. It validates everything that can be wrong before the
+first step, builds (or resumes) the model under the requested
+`tf.distribute` strategy, trains with `model.fit` (or, under
+`MultiWorkerMirroredStrategy`, with `DistributedTrainingLoop`), evaluates,
+and writes a keras-hub preset.
+"""
+
+import dataclasses
+import glob
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from tupe_tf.training import distribution
+from tupe_tf.training.callbacks import CheckpointSaver
+from tupe_tf.training.callbacks import NonFiniteLossGuard
+from tupe_tf.training.callbacks import TrainingLogger
+from tupe_tf.training.callbacks import global_step
+from tupe_tf.training.config import PretrainConfig
+from tupe_tf.training.multi_worker import DistributedTrainingLoop
+from tupe_tf.training.optimization import create_optimizer
+
+
+@dataclasses.dataclass
+class PretrainingResult:
+    """What `run_pretraining` returns.
+
+    Attributes:
+        model: the trained `TupeMaskedLM`.
+        results: the dict also written to `<model_dir>/results.json`.
+        strategy: the strategy the model lives in.
+    """
+
+    model: keras.Model
+    results: dict
+    strategy: tf.distribute.Strategy
+
+
+def _expand_patterns(patterns, flag):
+    files = []
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    patterns = [p for item in patterns for p in item.split(",") if p]
+    for pattern in patterns:
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            raise ValueError(f"{flag}: pattern {pattern!r} matches no file.")
+        files.extend(matched)
+    return files
+
+
+def check_model_dir_writable(model_dir):
+    """Raises `ValueError` naming `--model_dir` if it cannot be written."""
+    try:
+        tf.io.gfile.makedirs(model_dir)
+        probe = os.path.join(model_dir, f".write_probe_{os.getpid()}")
+        with tf.io.gfile.GFile(probe, "w") as f:
+            f.write("ok")
+        tf.io.gfile.remove(probe)
+    except (OSError, tf.errors.OpError) as error:
+        raise ValueError(
+            f"--model_dir={model_dir!r} is not writable: {error}"
+        ) from error
+
+
+def validate_config(config, strategy=None):
+    """Checks a `PretrainConfig` before anything is trained.
+
+    Raises `ValueError` with the offending flag named. Also checks the
+    shards against `--vocab_file` and `--seq_length` when they are given.
+
+    Args:
+        config: a `PretrainConfig` (with data files resolved).
+        strategy: if given, the global batch is checked against its replicas.
+    """
+    config.model.validate()
+    config.runtime.validate()
+    if config.seq_length > config.model.max_sequence_length:
+        raise ValueError(
+            f"--seq_length={config.seq_length} is above the model's "
+            f"max_sequence_length={config.model.max_sequence_length} "
+            "(--max_sequence_length). Lower --seq_length or raise "
+            "--max_sequence_length."
+        )
+    for flag in ("num_train_steps", "save_every", "eval_steps", "log_every"):
+        if getattr(config, flag) <= 0:
+            raise ValueError(f"--{flag}={getattr(config, flag)} must be positive.")
+    if config.eval_every < 0 or (
+        config.eval_every and config.eval_every % config.save_every
+    ):
+        raise ValueError(
+            f"--eval_every={config.eval_every} must be 0 (evaluate at the end "
+            f"only) or a multiple of --save_every={config.save_every}."
+        )
+    config.optimizer.resolve_warmup_steps(config.num_train_steps)
+    check_model_dir_writable(config.model_dir)
+    if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+        raise ValueError(f"--vocab_file={config.vocab_file!r} does not exist.")
+    train_files = _expand_patterns(config.train_files, "--train_files")
+    eval_files = _expand_patterns(config.eval_files, "--eval_files")
+    if not train_files:
+        raise ValueError("--train_files is empty.")
+    _check_shards(train_files, "--train_files", config)
+    if eval_files:
+        _check_shards(eval_files, "--eval_files", config)
+    if strategy is not None:
+        distribution.per_replica_batch_size(config.global_batch_size, strategy)
+        replicas = strategy.num_replicas_in_sync
+        if config.runtime.steps_per_execution > 1 and (
+            replicas > 1 or config.runtime.strategy == "multi_worker_mirrored"
+        ):
+            raise ValueError(
+                f"--steps_per_execution={config.runtime.steps_per_execution} is "
+                f"not supported with --strategy={config.runtime.strategy} "
+                f"({replicas} replicas): Keras 3.15's fit fails with it under "
+                "MirroredStrategy. Use --steps_per_execution=1."
+            )
+
+
+def _check_shards(files, flag, config):
+    import data_pipeline
+
+    try:
+        data_pipeline.check_shards_vocabulary(files, config.vocab_file)
+    except ValueError as error:
+        raise ValueError(
+            f"{flag} were not built with --vocab_file={config.vocab_file}: {error}"
+        ) from error
+    shard_length = _shard_seq_length(files)
+    if shard_length is not None and shard_length != config.seq_length:
+        raise ValueError(
+            f"{flag} hold sequences of length {shard_length} but "
+            f"--seq_length={config.seq_length}. Rebuild the shards with "
+            f"--max_seq_length={config.seq_length} or pass "
+            f"--seq_length={shard_length}."
+        )
+
+
+def _shard_seq_length(files):
+    import data_pipeline
+
+    for directory in sorted({os.path.dirname(f) for f in files}):
+        try:
+            manifest = data_pipeline.read_manifest(directory)
+        except (OSError, ValueError, tf.errors.OpError):
+            continue
+        if manifest:
+            for key in ("max_seq_length", "seq_length", "sequence_length"):
+                if key in manifest:
+                    return int(manifest[key])
+    return None
+
+
+def build_masked_lm(config, vocabulary_size):
+    """An uncompiled `tupe_tf.TupeMaskedLM` for `config.model`."""
+    import tupe_tf
+
+    backbone = tupe_tf.TupeBackbone(**config.model.backbone_kwargs(vocabulary_size))
+    return tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+
+
+def _dummy_batch(config, batch_size=1):
+    num_predictions = config.max_predictions_per_seq or 1
+    return {
+        "token_ids": tf.zeros((batch_size, config.seq_length), tf.int32),
+        "segment_ids": tf.zeros((batch_size, config.seq_length), tf.int32),
+        "padding_mask": tf.ones((batch_size, config.seq_length), tf.int32),
+        "mask_positions": tf.zeros((batch_size, num_predictions), tf.int32),
+    }
+
+
+def compile_masked_lm(model, config):
+    """Builds the model's variables and compiles it for pre-training."""
+    model(_dummy_batch(config), training=False)
+    opt = config.optimizer
+    optimizer = create_optimizer(
+        model,
+        num_train_steps=config.num_train_steps,
+        learning_rate=opt.learning_rate,
+        warmup_steps=opt.resolve_warmup_steps(config.num_train_steps),
+        weight_decay=opt.weight_decay,
+        beta_1=opt.beta_1,
+        beta_2=opt.beta_2,
+        epsilon=opt.epsilon,
+        clipnorm=opt.clipnorm,
+    )
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")],
+        jit_compile=config.runtime.jit_compile,
+        steps_per_execution=config.runtime.steps_per_execution,
+    )
+    # Optimizer slots must exist before a checkpoint is restored into them.
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def _int_padding_mask(features, *rest):
+    # keras-hub declares padding_mask as an int32 input; a bool mask also
+    # breaks MirroredStrategy's dataset distribution in fit (AddN on bool).
+    features = dict(features)
+    features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
+    return (features, *rest)
+
+
+def make_dataset(config, files, batch_size, is_training, skip_batches=0, input_context=None):
+    """The MLM dataset, repeated, `skip_batches` batches in (for resuming)."""
+    import data_pipeline
+
+    dataset = data_pipeline.pretraining_dataset(
+        files,
+        config.vocab_file,
+        config.seq_length,
+        batch_size,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        mask_rate=config.mask_rate,
+        is_training=is_training,
+        shuffle_buffer=config.shuffle_buffer,
+        seed=config.seed,
+        # A fixed order is what makes "skip the batches already trained on"
+        # resume at the right place.
+        deterministic=True,
+        input_context=input_context,
+        drop_remainder=True,
+    )
+    dataset = dataset.repeat()
+    if skip_batches:
+        dataset = dataset.skip(skip_batches)
+    return dataset.map(_int_padding_mask, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE
+    )
+
+
+def _fit_segments(step, total, every):
+    """Splits steps [step, total) into (steps_per_epoch, num_epochs) runs.
+
+    Epochs end on multiples of `every` (checkpoint boundaries); a resumed or
+    uneven run gets a short first or last epoch.
+    """
+    segments = []
+    head = min((-step) % every, total - step)
+    if head:
+        segments.append((head, 1))
+        step += head
+    full = (total - step) // every
+    if full:
+        segments.append((every, full))
+        step += full * every
+    if total - step:
+        segments.append((total - step, 1))
+    return segments
+
+
+def save_preset_atomically(model, preset_dir, tokenizer_fn, seq_length):
+    """Saves `model` as a keras-hub preset via a temporary directory.
+
+    The preset appears at `preset_dir` complete or not at all; an existing
+    preset is replaced only once the new one is fully written.
+    """
+    import tupe_tf
+
+    parent = os.path.dirname(os.path.abspath(preset_dir))
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".preset_tmp_", dir=parent)
+    previous = model.preprocessor
+    try:
+        model.preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
+            tokenizer_fn(), sequence_length=seq_length
+        )
+        model.save_to_preset(tmp_dir)
+    finally:
+        model.preprocessor = previous
+    old = None
+    if os.path.exists(preset_dir):
+        old = tempfile.mkdtemp(prefix=".preset_old_", dir=parent)
+        os.rmdir(old)
+        os.rename(preset_dir, old)
+    os.rename(tmp_dir, preset_dir)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+    return preset_dir
+
+
+def run_pretraining(config: PretrainConfig):
+    """Pre-trains (or resumes pre-training of) a TUPE masked LM.
+
+    Steps: resolve data (building the default vocabulary and shards from
+    the embedded Wikipedia sample when no `train_files` are given), create
+    the strategy, validate every input, build and compile the model, restore
+    the latest checkpoint in `<model_dir>/checkpoints` (weights, optimizer
+    state, step; the data stream skips the batches already seen), train to
+    `num_train_steps` checkpointing every `save_every` steps, evaluate on
+    `eval_files`, and save a preset to `<model_dir>/preset`.
+
+    Args:
+        config: a `PretrainConfig`.
+
+    Returns:
+        A `PretrainingResult`.
+
+    Raises:
+        ValueError: bad input, before training starts.
+        NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
+            is kept).
+
+    Example:
+
+    >>> config = PretrainConfig(model_dir="/tmp/tiny", num_train_steps=100)
+    >>> result = run_pretraining(config)
+    >>> result.results["eval"]["loss"]
+    """
+    config = dataclasses.replace(config)
+    runtime = config.runtime
+    # The strategy comes first: logical CPU devices must be configured
+    # before anything (including the data checks) initialises TF.
+    strategy = distribution.create_strategy(
+        runtime.strategy, tpu=runtime.tpu, num_cpu_devices=runtime.num_cpu_devices
+    )
+    if not config.train_files:
+        from tupe_tf.training import default_data
+
+        data = default_data.prepare_default_data(
+            config.work_dir, seq_length=config.seq_length
+        )
+        config.train_files = data.train_files
+        config.eval_files = data.eval_files
+        config.vocab_file = data.vocab_file
+    validate_config(config, strategy)
+    train_files = _expand_patterns(config.train_files, "--train_files")
+    eval_files = _expand_patterns(config.eval_files, "--eval_files")
+    chief = distribution.is_chief(strategy)
+    multi_worker = runtime.strategy == "multi_worker_mirrored"
+    vocabulary_size = _vocabulary_size(config.vocab_file)
+    previous_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(runtime.mixed_precision)
+    try:
+        with strategy.scope():
+            model = build_masked_lm(config, vocabulary_size)
+            compile_masked_lm(model, config)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+        manager = tf.train.CheckpointManager(
+            checkpoint,
+            distribution.worker_dir(config.checkpoint_dir, strategy),
+            max_to_keep=config.keep_checkpoints,
+        )
+        # The chief's directory holds the real checkpoints on every worker.
+        latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            logging.info("Resumed from %s", latest)
+        start_step = global_step(model)
+        if chief:
+            _write_json(os.path.join(config.model_dir, "config.json"), config.to_dict())
+        saver = CheckpointSaver(manager)
+        callbacks = [NonFiniteLossGuard(manager), saver]
+        if chief:
+            callbacks.append(
+                TrainingLogger(config.log_dir, config.log_every, config.global_batch_size)
+            )
+        verbose = config.verbose if chief else 0
+        per_replica = distribution.per_replica_batch_size(config.global_batch_size, strategy)
+        eval_every_epochs = config.eval_every // config.save_every if config.eval_every else 0
+
+        def train_data(skip):
+            if multi_worker:
+                return strategy.distribute_datasets_from_function(
+                    lambda ctx: make_dataset(
+                        config, train_files, per_replica, True,
+                        skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
+                        input_context=ctx,
+                    )
+                )
+            return make_dataset(config, train_files, config.global_batch_size, True, skip)
+
+        def eval_data():
+            if not eval_files:
+                return None
+            if multi_worker:
+                return strategy.distribute_datasets_from_function(
+                    lambda ctx: make_dataset(
+                        config, eval_files, per_replica, False, input_context=ctx
+                    )
+                )
+            return make_dataset(config, eval_files, config.global_batch_size, False)
+
+        loop = DistributedTrainingLoop(model, strategy, verbose) if multi_worker else None
+        start_time = time.time()
+        step = start_step
+        epoch = step // config.save_every
+        for steps_per_epoch, num_epochs in _fit_segments(
+            step, config.num_train_steps, config.save_every
+        ):
+            fit_kwargs = dict(
+                epochs=epoch + num_epochs,
+                initial_epoch=epoch,
+                steps_per_epoch=steps_per_epoch,
+                callbacks=callbacks,
+            )
+            validation = eval_data() if (eval_every_epochs and steps_per_epoch == config.save_every) else None
+            if validation is not None:
+                fit_kwargs.update(
+                    validation_data=validation,
+                    validation_steps=config.eval_steps,
+                    validation_freq=eval_every_epochs,
+                )
+            if loop is not None:
+                loop.fit(train_data(step), **fit_kwargs)
+            else:
+                model.fit(train_data(step), verbose=verbose, **fit_kwargs)
+            epoch += num_epochs
+            step = global_step(model)
+        train_seconds = time.time() - start_time
+        saver.set_model(model)
+        final_checkpoint = saver.save()
+
+        eval_results = {}
+        if eval_files:
+            if loop is not None:
+                eval_results = loop.evaluate(eval_data(), config.eval_steps)
+            else:
+                eval_results = model.evaluate(
+                    eval_data(), steps=config.eval_steps, verbose=0, return_dict=True
+                )
+            eval_results = {k: float(v) for k, v in eval_results.items()}
+            if eval_results.get("loss") is not None:
+                eval_results["perplexity"] = float(math.exp(min(eval_results["loss"], 50.0)))
+            for callback in callbacks:
+                if isinstance(callback, TrainingLogger):
+                    callback.write_eval(eval_results)
+
+        import tupe_tf
+
+        preset_dir = distribution.worker_dir(config.preset_dir, strategy)
+        save_preset_atomically(
+            model,
+            preset_dir,
+            lambda: tupe_tf.TupeTokenizer(vocabulary=config.vocab_file, lowercase=True),
+            config.seq_length,
+        )
+        if not chief:
+            shutil.rmtree(preset_dir, ignore_errors=True)
+            shutil.rmtree(manager.directory, ignore_errors=True)
+        results = {
+            "global_step": global_step(model),
+            "resumed_from_step": start_step,
+            "train_seconds_this_run": train_seconds,
+            "eval": eval_results,
+            "model_dir": os.path.abspath(config.model_dir),
+            "preset_dir": os.path.abspath(config.preset_dir),
+            "checkpoint": final_checkpoint if chief else None,
+            "tensorboard_dir": os.path.abspath(config.log_dir),
+            "train_files": train_files,
+            "eval_files": eval_files,
+            "vocab_file": os.path.abspath(config.vocab_file),
+            "num_replicas": strategy.num_replicas_in_sync,
+        }
+        if chief:
+            _write_json(os.path.join(config.model_dir, "results.json"), results)
+        return PretrainingResult(model=model, results=results, strategy=strategy)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+
+
+def _vocabulary_size(vocab_file):
+    with tf.io.gfile.GFile(vocab_file) as f:
+        return sum(1 for line in f if line.rstrip("\n"))
+
+
+def _write_json(path, obj):
+    tmp = path + f".tmp{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        json.dump(obj, f, indent=2, default=str)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
