@@ -1,5 +1,13 @@
 """keras-hub models of tupe-tf."""
 
+from tupe_tf.models.bert_weights import load_bert_weights
 from tupe_tf.models.tupe_backbone import POSITION_ENCODINGS
 from tupe_tf.models.tupe_backbone import SEGMENT_ENCODINGS
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_masked_lm import TupeMaskedLM
+from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor
+from tupe_tf.models.tupe_text_classifier import TupeTextClassifier
+from tupe_tf.models.tupe_text_classifier_preprocessor import (
+    TupeTextClassifierPreprocessor,
+)
+from tupe_tf.models.tupe_tokenizer import TupeTokenizer

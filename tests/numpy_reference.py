@@ -1,0 +1,85 @@
+"""Plain NumPy re-implementations of the SPEC formulas, for the tests.
+
+Written from ../shared/SPEC.md independently of the package code (the T5
+bucket function included), so a test compares two implementations.
+"""
+
+import math
+
+import numpy as np
+
+
+def layer_norm(x, gamma, beta, epsilon):
+    mean = x.mean(-1, keepdims=True)
+    variance = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def softmax(x, axis=-1):
+    x = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def t5_bucket(relative_position, num_buckets=32, max_distance=128):
+    """T5 bidirectional bucket of one `j - i`, scalar Python."""
+    half = num_buckets // 2
+    bucket = half if relative_position > 0 else 0
+    distance = abs(relative_position)
+    exact = half // 2
+    if distance < exact:
+        return bucket + distance
+    large = exact + int(
+        math.log(distance / exact) / math.log(max_distance / exact)
+        * (half - exact)
+    )
+    return bucket + min(large, half - 1)
+
+
+def untied_correlation(table, ln_gamma, ln_beta, uq, bq, uk, bk, num_heads,
+                       scale, epsilon=1e-12):
+    """`scale * (LN(p_a) U^Q + b^Q)_h . (LN(p_b) U^K + b^K)_h` for all rows."""
+    p = layer_norm(table, ln_gamma, ln_beta, epsilon)
+    rows, hidden = p.shape
+    q = (p @ uq + bq).reshape(rows, num_heads, hidden // num_heads)
+    k = (p @ uk + bk).reshape(rows, num_heads, hidden // num_heads)
+    return np.einsum("ahd,bhd->hab", q, k) * scale
+
+
+def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
+    """TUPE bias `(H, n, n)`: Eq. 9 reset on `v (+ b)`, table of N+1 rows."""
+    hidden = weights["table"].shape[1]
+    d = hidden // num_heads
+    full = untied_correlation(
+        weights["table"], weights["ln_gamma"], weights["ln_beta"],
+        weights["uq"], weights["bq"], weights["uk"], weights["bk"],
+        num_heads, 1 / math.sqrt(2 * d),
+    )
+    offset = 1 if untie_cls else 0
+    v = full[:, offset:offset + n, offset:offset + n].copy()
+    if relative_table is not None:
+        for i in range(n):
+            for j in range(n):
+                v[:, i, j] += relative_table[t5_bucket(j - i), :]
+    if untie_cls:
+        theta1, theta2 = full[:, 0, 0], full[:, 1, 1]
+        v[:, 1:, 0] = theta2[:, None]
+        v[:, 0, :] = theta1[:, None]
+    return v
+
+
+def attention_probabilities(x, wq, bq, wk, bk, scale, bias, key_mask,
+                            query_offset=None, key_offset=None):
+    """softmax_j(c q.k + beta) with masked keys excluded; `(B, H, n, n)`."""
+    q = np.einsum("bnd,dhk->bnhk", x, wq) + bq
+    k = np.einsum("bnd,dhk->bnhk", x, wk) + bk
+    if query_offset is not None:
+        q = q + query_offset
+        k = k + key_offset
+    logits = scale * np.einsum("bqhk,bshk->bhqs", q, k) + bias
+    logits = np.where(key_mask[:, None, None, :].astype(bool), logits, -np.inf)
+    return softmax(logits)

@@ -1,0 +1,32 @@
+"""Text-classifier preprocessor of the tupe-tf keras-hub family."""
+
+import keras
+from keras_hub.models import BertTextClassifierPreprocessor
+
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_tokenizer import TupeTokenizer
+
+
+@keras.saving.register_keras_serializable(package="tupe_tf")
+class TupeTextClassifierPreprocessor(BertTextClassifierPreprocessor):
+    """keras-hub's BERT classifier preprocessor for `TupeBackbone`.
+
+    Single sentences or pairs: pairs are packed `[CLS] a [SEP] b [SEP]` with
+    segment ids 0/1, which feed either the segment embedding or DIET's
+    per-head segment attention, as the backbone is configured.
+
+    Args:
+        tokenizer: a `tupe_tf.TupeTokenizer`.
+        sequence_length: int. Packed length.
+        **kwargs: other arguments of `BertTextClassifierPreprocessor`.
+
+    Example:
+    ```python
+    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
+        tupe_tf.TupeTokenizer(vocabulary="vocab.txt"), sequence_length=128)
+    x = preprocessor((["a premise"], ["a hypothesis"]))
+    ```
+    """
+
+    backbone_cls = TupeBackbone
+    tokenizer_cls = TupeTokenizer

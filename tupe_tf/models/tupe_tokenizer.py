@@ -1,0 +1,30 @@
+"""WordPiece tokenizer of the tupe-tf keras-hub family."""
+
+import keras
+from keras_hub.models import BertTokenizer
+
+from tupe_tf.models.tupe_backbone import TupeBackbone
+
+
+@keras.saving.register_keras_serializable(package="tupe_tf")
+class TupeTokenizer(BertTokenizer):
+    """BERT's WordPiece tokenizer, registered for `TupeBackbone` presets.
+
+    Identical to `keras_hub.models.BertTokenizer` (needs `[CLS]`, `[SEP]`,
+    `[PAD]` and `[MASK]` in the vocabulary); it exists so that
+    `TupeTokenizer.from_preset(dir)` and the preset loaders of keras-hub find
+    the right class for a `TupeBackbone` preset.
+
+    Args:
+        vocabulary: list of strings or path of a one-token-per-line file.
+        lowercase: bool. Lowercase (and strip accents) before splitting.
+        **kwargs: other arguments of `keras_hub.models.BertTokenizer`.
+
+    Example:
+    ```python
+    tokenizer = tupe_tf.TupeTokenizer(vocabulary="vocab.txt", lowercase=True)
+    tokenizer(["the quick brown fox"])
+    ```
+    """
+
+    backbone_cls = TupeBackbone
