@@ -1,0 +1,305 @@
+"""GLUE tasks from TensorFlow Datasets or an official-layout TSV directory.
+
+Every task gives the same thing: a `GlueSplit` of one or two lists of
+sentences and a label array (class ids, or floats for STS-B), with labels
+numbered as in TFDS `glue/<task>` whichever source is used.
+
+Local layout (as written by the official `download_glue_data.py`):
+
+    <glue_dir>/CoLA/{train,dev}.tsv      no header: source, label, _, sentence
+    <glue_dir>/SST-2/{train,dev}.tsv     sentence, label
+    <glue_dir>/MRPC/{train,dev}.tsv      Quality, #1 ID, #2 ID, #1 String, #2 String
+    <glue_dir>/STS-B/{train,dev}.tsv     ..., sentence1, sentence2, score
+    <glue_dir>/QQP/{train,dev}.tsv       id, qid1, qid2, question1, question2, is_duplicate
+    <glue_dir>/MNLI/train.tsv, dev_matched.tsv, dev_mismatched.tsv
+                                         ..., sentence1, sentence2, ..., gold_label
+    <glue_dir>/QNLI/{train,dev}.tsv      index, question, sentence, label
+    <glue_dir>/RTE/{train,dev}.tsv       index, sentence1, sentence2, label
+    <glue_dir>/WNLI/{train,dev}.tsv      index, sentence1, sentence2, label
+"""
+
+import csv
+import dataclasses
+import os
+import sys
+from typing import Callable
+from typing import Optional
+from typing import Sequence
+from typing import Tuple
+
+import numpy as np
+
+NLI_LABELS = {"entailment": 0, "not_entailment": 1}
+MNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+    """How to read one GLUE task.
+
+    Attributes:
+        name: TFDS config name (`cola`, `sst2`, ...).
+        directory: the task's directory in the official layout.
+        tfds_features: TFDS feature names of the text field(s).
+        tsv_columns: header names of the text column(s), or indices when the
+            file has no header.
+        tsv_label: header name (or index) of the label column.
+        label_map: maps the label string to its id; `None` for `int`, or
+            `float` labels for regression.
+        num_classes: classes, 1 for regression.
+        eval_splits: evaluation split names (TFDS naming).
+        has_header: whether the TSV files start with a header row.
+    """
+
+    name: str
+    directory: str
+    tfds_features: Tuple[str, ...]
+    tsv_columns: Tuple[object, ...]
+    tsv_label: object
+    num_classes: int
+    eval_splits: Tuple[str, ...] = ("validation",)
+    label_map: Optional[dict] = None
+    has_header: bool = True
+
+    @property
+    def is_regression(self):
+        return self.num_classes == 1
+
+    @property
+    def is_pair(self):
+        return len(self.tfds_features) == 2
+
+
+GLUE_TASKS = {
+    "cola": GlueTask("cola", "CoLA", ("sentence",), (3,), 1, 2, has_header=False),
+    "sst2": GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", 2),
+    "mrpc": GlueTask(
+        "mrpc", "MRPC", ("sentence1", "sentence2"), ("#1 String", "#2 String"),
+        "Quality", 2,
+    ),
+    "stsb": GlueTask(
+        "stsb", "STS-B", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
+        "score", 1,
+    ),
+    "qqp": GlueTask(
+        "qqp", "QQP", ("question1", "question2"), ("question1", "question2"),
+        "is_duplicate", 2,
+    ),
+    "mnli": GlueTask(
+        "mnli", "MNLI", ("premise", "hypothesis"), ("sentence1", "sentence2"),
+        "gold_label", 3, eval_splits=("validation_matched", "validation_mismatched"),
+        label_map=MNLI_LABELS,
+    ),
+    "qnli": GlueTask(
+        "qnli", "QNLI", ("question", "sentence"), ("question", "sentence"),
+        "label", 2, label_map=NLI_LABELS,
+    ),
+    "rte": GlueTask(
+        "rte", "RTE", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
+        "label", 2, label_map=NLI_LABELS,
+    ),
+    "wnli": GlueTask(
+        "wnli", "WNLI", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
+        "label", 2,
+    ),
+}
+
+_TSV_FILES = {
+    "train": "train.tsv",
+    "validation": "dev.tsv",
+    "validation_matched": "dev_matched.tsv",
+    "validation_mismatched": "dev_mismatched.tsv",
+}
+
+
+@dataclasses.dataclass
+class GlueSplit:
+    """One split of a GLUE task.
+
+    Attributes:
+        task: the `GlueTask`.
+        split: split name (`train`, `validation`, `validation_matched`, ...).
+        sentences: one list of strings per text field (1 or 2 lists).
+        labels: `int32` class ids, or `float32` scores for STS-B.
+        source: the TSV path or `tfds:glue/<task>`.
+    """
+
+    task: GlueTask
+    split: str
+    sentences: Sequence[Sequence[str]]
+    labels: np.ndarray
+    source: str
+
+    def __len__(self):
+        return len(self.labels)
+
+
+def get_task(name):
+    """The `GlueTask` for a name such as `sst2`, `SST-2` or `mnli`."""
+    key = name.lower().replace("-", "").replace("_", "")
+    if key not in GLUE_TASKS:
+        raise ValueError(
+            f"--task={name!r} is not a GLUE task; choose from {sorted(GLUE_TASKS)}."
+        )
+    return GLUE_TASKS[key]
+
+
+def _parse_label(task, raw, path, line_number):
+    raw = raw.strip()
+    try:
+        if task.is_regression:
+            return float(raw)
+        if task.label_map is not None:
+            return task.label_map[raw]
+        value = int(raw)
+    except (KeyError, ValueError):
+        expected = (
+            "a number" if task.is_regression
+            else sorted(task.label_map) if task.label_map
+            else f"an integer in [0, {task.num_classes})"
+        )
+        raise ValueError(
+            f"{path}:{line_number}: label column {task.tsv_label!r} holds "
+            f"{raw!r}, expected {expected}."
+        ) from None
+    if not 0 <= value < task.num_classes:
+        raise ValueError(
+            f"{path}:{line_number}: label {value} is outside [0, {task.num_classes})."
+        )
+    return value
+
+
+def read_glue_tsv(task, split, glue_dir, max_examples=None):
+    """Reads a split from the official GLUE TSV layout.
+
+    Args:
+        task: a `GlueTask` or its name.
+        split: `train`, `validation`, or for MNLI `validation_matched` /
+            `validation_mismatched`.
+        glue_dir: the directory holding `CoLA/`, `SST-2/`, ...
+        max_examples: keep only the first this many examples.
+
+    Returns:
+        A `GlueSplit`.
+
+    Raises:
+        FileNotFoundError: the TSV file is missing (its path is named).
+        ValueError: a missing column or a bad label (file and line named).
+
+    Example:
+
+    >>> split = read_glue_tsv("sst2", "validation", "../shared/data/glue")
+    >>> split.sentences[0][0], split.labels[0]
+    ('no movement , no yuks , not much of anything', 0)
+    """
+    task = get_task(task) if isinstance(task, str) else task
+    split = _check_split(task, split)
+    path = os.path.join(glue_dir, task.directory, _TSV_FILES[split])
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"GLUE {task.name} {split}: {path} does not exist (--glue_dir="
+            f"{glue_dir!r} must hold the official layout: {task.directory}/"
+            f"{_TSV_FILES[split]})."
+        )
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    texts = [[] for _ in task.tsv_columns]
+    labels = []
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        if task.has_header:
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise ValueError(f"{path} is empty.") from None
+            header = [h.strip().lstrip("\ufeff") for h in header]
+            indices = []
+            for column in tuple(task.tsv_columns) + (task.tsv_label,):
+                if column not in header:
+                    raise ValueError(
+                        f"{path}: no column {column!r} in the header {header}."
+                    )
+                indices.append(header.index(column))
+        else:
+            indices = list(task.tsv_columns) + [task.tsv_label]
+        needed = max(indices) + 1
+        for line_number, row in enumerate(reader, start=2 if task.has_header else 1):
+            if not row or (len(row) == 1 and not row[0].strip()):
+                continue
+            if len(row) < needed:
+                raise ValueError(
+                    f"{path}:{line_number}: {len(row)} tab-separated columns, "
+                    f"expected at least {needed} (text column(s) "
+                    f"{list(task.tsv_columns)}, label column {task.tsv_label!r})."
+                )
+            for text_list, index in zip(texts, indices[:-1]):
+                text_list.append(row[index])
+            labels.append(_parse_label(task, row[indices[-1]], path, line_number))
+            if max_examples is not None and len(labels) >= max_examples:
+                break
+    if not labels:
+        raise ValueError(f"{path} holds no examples.")
+    dtype = np.float32 if task.is_regression else np.int32
+    return GlueSplit(task, split, texts, np.asarray(labels, dtype), path)
+
+
+def _check_split(task, split):
+    if split == "validation" and task.name == "mnli":
+        split = "validation_matched"
+    allowed = ("train",) + task.eval_splits
+    if split not in allowed:
+        raise ValueError(f"GLUE {task.name} has no split {split!r}; use one of {allowed}.")
+    return split
+
+
+def load_glue_tfds(task, split, data_dir=None, max_examples=None):
+    """Reads a split of TFDS `glue/<task>` (downloads unless already prepared).
+
+    Args:
+        task: a `GlueTask` or its name.
+        split: TFDS split name.
+        data_dir: TFDS data directory.
+        max_examples: keep only the first this many examples.
+
+    Returns:
+        A `GlueSplit`.
+    """
+    import tensorflow_datasets as tfds
+
+    task = get_task(task) if isinstance(task, str) else task
+    split = _check_split(task, split)
+    tfds_split = split if max_examples is None else f"{split}[:{int(max_examples)}]"
+    dataset = tfds.load(f"glue/{task.name}", split=tfds_split, data_dir=data_dir)
+    texts = [[] for _ in task.tfds_features]
+    labels = []
+    for example in tfds.as_numpy(dataset):
+        for text_list, feature in zip(texts, task.tfds_features):
+            text_list.append(example[feature].decode("utf-8"))
+        labels.append(example["label"])
+    dtype = np.float32 if task.is_regression else np.int32
+    return GlueSplit(task, split, texts, np.asarray(labels, dtype), f"tfds:glue/{task.name}")
+
+
+def load_glue(task, split, glue_dir=None, tfds_data_dir=None, max_examples=None):
+    """A GLUE split from `glue_dir` (official TSV layout) or else from TFDS.
+
+    Args:
+        task: task name (`cola`, `sst2`, `mrpc`, `stsb`, `qqp`, `mnli`,
+            `qnli`, `rte`, `wnli`).
+        split: `train`, `validation`, `validation_matched`,
+            `validation_mismatched`.
+        glue_dir: local GLUE directory; TFDS is used when `None`.
+        tfds_data_dir: TFDS data directory.
+        max_examples: keep only the first this many examples.
+
+    Returns:
+        A `GlueSplit`.
+
+    Example:
+
+    >>> train = load_glue("cola", "train", glue_dir="../shared/data/glue")
+    >>> len(train.sentences), train.task.num_classes
+    (1, 2)
+    """
+    if glue_dir:
+        return read_glue_tsv(task, split, glue_dir, max_examples)
+    return load_glue_tfds(task, split, tfds_data_dir, max_examples)

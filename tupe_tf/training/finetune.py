@@ -1,0 +1,258 @@
+"""GLUE fine-tuning of a pre-trained TUPE preset (TUPE Table 2 recipe).
+
+`run_glue(config)` sweeps the learning rates in `config.learning_rates`,
+runs every seed for each, evaluates on the task's dev split(s) after every
+epoch, and reports per run, the median over seeds per learning rate, and
+the best learning rate by that median (GLUE's convention; the TUPE paper
+reports the median of several seeds).
+"""
+
+import dataclasses
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from tupe_tf.training import distribution
+from tupe_tf.training import glue_metrics
+from tupe_tf.training.config import GlueConfig
+from tupe_tf.training.optimization import create_optimizer
+
+
+def _preset_backbone_config(preset):
+    path = os.path.join(preset, "config.json")
+    if not os.path.isfile(path):
+        raise ValueError(
+            f"--preset={preset!r} is not a keras-hub preset directory (no "
+            "config.json). Pass the preset written by scripts/pretrain.py "
+            "(<model_dir>/preset)."
+        )
+    with open(path) as f:
+        return json.load(f).get("config", {})
+
+
+def _features(split, preprocessor, batch_size, shuffle, seed):
+    texts = tuple(tf.constant(column) for column in split.sentences)
+    inputs = texts[0] if len(texts) == 1 else texts
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, split.labels))
+    if shuffle:
+        dataset = dataset.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size)
+
+    def preprocess(x, y):
+        # Pairs become [CLS] a [SEP] b [SEP] with segment ids 0/1.
+        return preprocessor(x), y
+
+    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE
+    )
+
+
+class _DevEvaluator(keras.callbacks.Callback):
+    """Computes the GLUE metrics on the dev split(s) after every epoch."""
+
+    def __init__(self, task_name, eval_sets):
+        super().__init__()
+        self.task_name = task_name
+        self.eval_sets = eval_sets
+        self.history = []
+
+    def evaluate(self):
+        results = {}
+        for split_name, (dataset, labels) in self.eval_sets.items():
+            outputs = self.model.predict(dataset, verbose=0)
+            metrics = glue_metrics.compute_glue_metrics(self.task_name, labels, outputs)
+            results[split_name] = metrics
+        return results
+
+    def on_epoch_end(self, epoch, logs=None):
+        results = self.evaluate()
+        self.history.append({"epoch": epoch + 1, **results})
+        logging.info("epoch %d dev: %s", epoch + 1, results)
+
+
+def finetune_once(config, task, train, eval_splits, learning_rate, seed, strategy):
+    """One fine-tuning run; returns its per-epoch and final dev metrics."""
+    import tupe_tf
+
+    keras.utils.set_random_seed(seed)
+    tokenizer = tupe_tf.TupeTokenizer.from_preset(config.preset)
+    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
+        tokenizer, sequence_length=config.seq_length
+    )
+    train_ds = _features(train, preprocessor, config.batch_size, True, seed)
+    eval_sets = {
+        split.split: (
+            _features(split, preprocessor, config.batch_size, False, seed),
+            split.labels,
+        )
+        for split in eval_splits
+    }
+    steps_per_epoch = int(np.ceil(len(train) / config.batch_size))
+    total_steps = steps_per_epoch * config.num_epochs
+    with strategy.scope():
+        backbone = tupe_tf.TupeBackbone.from_preset(config.preset)
+        model = tupe_tf.TupeTextClassifier(
+            backbone,
+            num_classes=task.num_classes,
+            preprocessor=None,
+            dropout=config.dropout,
+        )
+        model(next(iter(train_ds))[0])
+        optimizer = create_optimizer(
+            model,
+            num_train_steps=total_steps,
+            learning_rate=learning_rate,
+            warmup_steps=int(round(config.warmup_ratio * total_steps)),
+            weight_decay=config.weight_decay,
+        )
+        if task.is_regression:
+            loss = keras.losses.MeanSquaredError()
+            metrics = []
+        else:
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        model.compile(
+            optimizer=optimizer,
+            loss=loss,
+            metrics=metrics,
+            jit_compile=config.runtime.jit_compile,
+        )
+    evaluator = _DevEvaluator(task.name, eval_sets)
+    start = time.time()
+    history = model.fit(
+        train_ds,
+        epochs=config.num_epochs,
+        callbacks=[evaluator],
+        verbose=config.verbose,
+    )
+    return {
+        "learning_rate": learning_rate,
+        "seed": seed,
+        "train_loss": [float(v) for v in history.history["loss"]],
+        "dev_per_epoch": evaluator.history,
+        "dev": {k: v for k, v in evaluator.history[-1].items() if k != "epoch"},
+        "seconds": time.time() - start,
+    }
+
+
+def _median_over_seeds(runs):
+    """{split: {metric: median}} over the runs of one learning rate."""
+    medians = {}
+    for split in runs[0]["dev"]:
+        medians[split] = {
+            metric: float(np.median([run["dev"][split][metric] for run in runs]))
+            for metric in runs[0]["dev"][split]
+        }
+    return medians
+
+
+def validate_glue_config(config):
+    """Refuses bad `GlueConfig` values before anything is trained."""
+    from data_pipeline import glue
+
+    task = glue.get_task(config.task)
+    config.runtime.validate()
+    if not config.preset:
+        raise ValueError("--preset is required (a pre-trained preset directory).")
+    backbone_config = _preset_backbone_config(config.preset)
+    max_length = backbone_config.get("max_sequence_length")
+    if max_length is not None and config.seq_length > max_length:
+        raise ValueError(
+            f"--seq_length={config.seq_length} is above the preset's "
+            f"max_sequence_length={max_length}."
+        )
+    if not config.learning_rates or not config.seeds:
+        raise ValueError("--learning_rates and --seeds must not be empty.")
+    for flag in ("batch_size", "num_epochs"):
+        if getattr(config, flag) <= 0:
+            raise ValueError(f"--{flag}={getattr(config, flag)} must be positive.")
+    if config.glue_dir and not os.path.isdir(config.glue_dir):
+        raise ValueError(f"--glue_dir={config.glue_dir!r} is not a directory.")
+    return task
+
+
+def run_glue(config: GlueConfig):
+    """Fine-tunes a preset on one GLUE task and writes `results.json`.
+
+    Args:
+        config: a `GlueConfig`.
+
+    Returns:
+        The results dict (also written to `<output_dir>/<task>/results.json`):
+        `runs` (every learning rate x seed, with per-epoch dev metrics),
+        `median_by_learning_rate`, `best_learning_rate` and `best` (its
+        medians).
+
+    Example:
+
+    >>> results = run_glue(GlueConfig(task="cola", preset="runs/default/model/preset",
+    ...                               glue_dir="glue_data", learning_rates=[2e-5],
+    ...                               seeds=[0, 1, 2]))
+    >>> results["best"]["validation"]["matthews_corrcoef"]
+    """
+    from data_pipeline import glue
+
+    config = dataclasses.replace(config)
+    task = validate_glue_config(config)
+    strategy = distribution.create_strategy(
+        config.runtime.strategy,
+        tpu=config.runtime.tpu,
+        num_cpu_devices=config.runtime.num_cpu_devices,
+    )
+    train = glue.load_glue(
+        task.name, "train", config.glue_dir, config.tfds_data_dir, config.max_train_examples
+    )
+    eval_splits = [
+        glue.load_glue(task.name, split, config.glue_dir, config.tfds_data_dir, config.max_eval_examples)
+        for split in task.eval_splits
+    ]
+    output_dir = os.path.join(config.output_dir, task.name)
+    os.makedirs(output_dir, exist_ok=True)
+    runs = []
+    for learning_rate in config.learning_rates:
+        for seed in config.seeds:
+            print(f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}")
+            runs.append(
+                finetune_once(config, task, train, eval_splits, learning_rate, seed, strategy)
+            )
+    by_lr = {}
+    for learning_rate in config.learning_rates:
+        lr_runs = [run for run in runs if run["learning_rate"] == learning_rate]
+        by_lr[str(learning_rate)] = _median_over_seeds(lr_runs)
+    primary = glue_metrics.primary_metric(task.name)
+    first_split = eval_splits[0].split
+    best_lr = max(by_lr, key=lambda lr: by_lr[lr][first_split][primary])
+    results = {
+        "task": task.name,
+        "preset": os.path.abspath(config.preset),
+        "train_source": train.source,
+        "eval_sources": {split.split: split.source for split in eval_splits},
+        "num_train_examples": len(train),
+        "num_eval_examples": {split.split: len(split) for split in eval_splits},
+        "recipe": {
+            "batch_size": config.batch_size,
+            "num_epochs": config.num_epochs,
+            "warmup_ratio": config.warmup_ratio,
+            "weight_decay": config.weight_decay,
+            "seq_length": config.seq_length,
+            "learning_rates": list(config.learning_rates),
+            "seeds": list(config.seeds),
+        },
+        "primary_metric": primary,
+        "runs": runs,
+        "median_by_learning_rate": by_lr,
+        "best_learning_rate": float(best_lr),
+        "best": by_lr[best_lr],
+    }
+    path = os.path.join(output_dir, "results.json")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(tmp, path)
+    results["results_file"] = path
+    return results
