@@ -1,0 +1,389 @@
+"""Building MLM pre-training TFRecord shards from raw text.
+
+Pipeline (streaming; memory does not grow with the corpus):
+
+  text files --(corpus.text_line_batches: Python file reading, UTF-8 check)-->
+  batches of lines --(tf.data parallel map: tensorflow_text.FastBertTokenizer)
+  --> ragged ids --(packing.FullSentencesPacker)--> [CLS] ... [SEP] sequences
+  --(optional static masking)--> tf.train.Example --> K TFRecord shards
+  (round-robin), written under temporary names, renamed, manifest last.
+"""
+
+import dataclasses
+import os
+import time
+from typing import Optional
+
+from absl import logging
+import numpy as np
+
+from data_pipeline import corpus
+from data_pipeline import manifest as manifest_lib
+from data_pipeline import masking
+from data_pipeline import packing
+from data_pipeline import vocab as vocab_lib
+
+_COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
+_TMP_SUFFIX = ".tmp"
+
+
+@dataclasses.dataclass
+class ShardConfig:
+  """Configuration of `build_shards` (one field per `build_shards.py` flag).
+
+  Attributes:
+    input_patterns: comma-separated files/globs (or a list); `None` for the
+      embedded gensim Wikipedia sample.
+    vocab_file: WordPiece vocabulary (one token per line).
+    output_dir: directory for the shards and `manifest.json`.
+    max_seq_length: longest packed sequence, `[CLS]`/`[SEP]` included.
+    num_shards: number of TFRecord files; examples go round-robin.
+    seed: seed of static masking (packing itself is deterministic).
+    static_masking: write Model Garden's pre-masked schema instead of
+      `input_word_ids` for dynamic masking.
+    dupe_factor: static masking only: masked copies of each sequence.
+    max_predictions_per_seq: static masking only: prediction slots.
+    mask_rate: static masking only: fraction of tokens masked.
+    lowercase: lowercase and strip accents (must match the vocabulary).
+    compression: `None` or `"gzip"`.
+    overwrite: replace the shards of an existing output directory.
+    line_batch_size: lines per tokenizer call.
+    num_parallel_calls: tokenizer parallelism (`None`: tf.data AUTOTUNE).
+    file_prefix: shard file name prefix.
+  """
+
+  input_patterns: Optional[object] = None
+  vocab_file: str = ""
+  output_dir: str = ""
+  max_seq_length: int = 128
+  num_shards: int = 8
+  seed: int = 12345
+  static_masking: bool = False
+  dupe_factor: int = 1
+  max_predictions_per_seq: int = 20
+  mask_rate: float = 0.15
+  lowercase: bool = False
+  compression: Optional[str] = None
+  overwrite: bool = False
+  line_batch_size: int = 1024
+  num_parallel_calls: Optional[int] = None
+  file_prefix: str = "pretrain"
+
+  def validate(self):
+    """Raises ValueError naming the first bad field."""
+    def bad(field, message):
+      raise ValueError(f"{field}: {message} (got {getattr(self, field)!r}).")
+    if not self.vocab_file:
+      bad("vocab_file", "a vocabulary file is required")
+    if not self.output_dir:
+      bad("output_dir", "an output directory is required")
+    if not isinstance(self.max_seq_length, int) or self.max_seq_length < 8:
+      bad("max_seq_length", "must be an int >= 8")
+    if not isinstance(self.num_shards, int) or self.num_shards < 1:
+      bad("num_shards", "must be an int >= 1")
+    if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
+      bad("dupe_factor", "must be an int >= 1")
+    if self.dupe_factor > 1 and not self.static_masking:
+      bad("dupe_factor", "only applies with static_masking (dynamic masking "
+          "draws new masks every epoch)")
+    if not 0.0 < self.mask_rate < 1.0:
+      bad("mask_rate", "must be in (0, 1)")
+    if self.static_masking and not (
+        1 <= self.max_predictions_per_seq <= self.max_seq_length):
+      bad("max_predictions_per_seq", "must be in [1, max_seq_length]")
+    if (self.compression.lower() if isinstance(self.compression, str) else
+        self.compression) not in _COMPRESSIONS:
+      bad("compression", "must be empty, 'none' or 'gzip'")
+    if not isinstance(self.line_batch_size, int) or self.line_batch_size < 1:
+      bad("line_batch_size", "must be an int >= 1")
+
+  @property
+  def tf_compression(self):
+    key = self.compression.lower() if isinstance(self.compression,
+                                                 str) else self.compression
+    return _COMPRESSIONS[key]
+
+
+def shard_names(prefix, num_shards, compression):
+  suffix = ".tfrecord" + (".gz" if compression == "GZIP" else "")
+  return [f"{prefix}-{i:05d}-of-{num_shards:05d}{suffix}"
+          for i in range(num_shards)]
+
+
+def tokenized_line_batches(input_files, vocabulary, lowercase, stats,
+                           line_batch_size=1024, num_parallel_calls=None):
+  """Tokenizes text files with TF-Text inside `tf.data`.
+
+  Args:
+    input_files: list of text files.
+    vocabulary: a `vocab.Vocabulary`.
+    lowercase: lowercase and strip accents (FastBertTokenizer's
+      `lower_case_nfd_strip_accents`).
+    stats: `corpus.CorpusStats` to update.
+    line_batch_size: lines per tokenizer call.
+    num_parallel_calls: parallel tokenizer calls (`None`: AUTOTUNE).
+
+  Returns:
+    An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
+    input order (the parallel map is deterministic).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+
+  tokenizer = tf_text.FastBertTokenizer(
+      vocab=list(vocabulary.tokens),
+      suffix_indicator="##",
+      token_out_type=tf.int32,
+      unknown_token="[UNK]",
+      lower_case_nfd_strip_accents=bool(lowercase))
+
+  def generate():
+    for lines, kinds in corpus.text_line_batches(
+        input_files, stats=stats, batch_size=line_batch_size):
+      yield np.array(lines, dtype=object), np.array(kinds, np.int8)
+
+  def tokenize(lines, kinds):
+    ids = tokenizer.tokenize(lines)  # ragged [lines, word pieces]
+    if ids.shape.rank == 3:  # [lines, words, word pieces] in some versions.
+      ids = ids.merge_dims(1, 2)
+    return ids.flat_values, ids.row_splits, kinds
+
+  dataset = tf.data.Dataset.from_generator(
+      generate,
+      output_signature=(tf.TensorSpec([None], tf.string),
+                        tf.TensorSpec([None], tf.int8)))
+  dataset = dataset.map(
+      tokenize,
+      num_parallel_calls=num_parallel_calls or tf.data.AUTOTUNE,
+      deterministic=True)
+  return dataset.prefetch(4).as_numpy_iterator()
+
+
+def _int64_feature(tf, values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+
+def _float_feature(tf, values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+
+
+def _check_output_dir(output_dir, overwrite):
+  """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
+  if os.path.exists(output_dir):
+    if not os.path.isdir(output_dir):
+      raise FileExistsError(
+          f"output_dir {output_dir} exists and is not a directory.")
+    if os.listdir(output_dir) and not overwrite:
+      raise FileExistsError(
+          f"output_dir {output_dir} already exists and is not empty; pass "
+          "--overwrite (ShardConfig.overwrite=True) to replace its shards.")
+  else:
+    os.makedirs(output_dir)
+
+
+def _remove_previous_outputs(output_dir, keep):
+  """Deletes an older run's manifest (first) and shards, except `keep`."""
+  manifest_path = os.path.join(output_dir, manifest_lib.MANIFEST_NAME)
+  if os.path.exists(manifest_path):
+    os.remove(manifest_path)
+  for name in os.listdir(output_dir):
+    if name in keep:
+      continue
+    if ".tfrecord" in name and not name.startswith("."):
+      os.remove(os.path.join(output_dir, name))
+
+
+def build_shards(config):
+  """Builds MLM pre-training shards and their manifest from text.
+
+  Tokenization runs in TF-Text (`FastBertTokenizer`) inside a parallel
+  `tf.data` map; sequences are FULL-SENTENCES packed (`packing`) and written
+  round-robin to `config.num_shards` TFRecord files, under temporary names
+  that are renamed only when every shard is complete, `manifest.json` last.
+  The same inputs and config give byte-identical shards.
+
+  Args:
+    config: a `ShardConfig`.
+
+  Returns:
+    The manifest dict (also written to `output_dir/manifest.json`).
+
+  Raises:
+    ValueError: bad config field, bad vocabulary, empty corpus.
+    FileNotFoundError: a missing input or vocabulary file.
+    FileExistsError: `output_dir` not empty and `overwrite` not set.
+
+  Example:
+  >>> build_shards(ShardConfig(input_patterns="wiki/*.txt",
+  ...     vocab_file="vocab.txt", output_dir="shards", num_shards=16))  # doctest: +SKIP
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  config.validate()
+  vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+  input_files = corpus.resolve_input_files(config.input_patterns)
+  compression = config.tf_compression
+  output_dir = os.fspath(config.output_dir)
+  _check_output_dir(output_dir, config.overwrite)
+
+  names = shard_names(config.file_prefix, config.num_shards, compression)
+  final_paths = [os.path.join(output_dir, n) for n in names]
+  tmp_paths = [os.path.join(output_dir, "." + n + _TMP_SUFFIX) for n in names]
+  options = tf.io.TFRecordOptions(compression_type=compression)
+  writers = []
+  counts = [0] * config.num_shards
+  special = vocabulary.special_ids
+  corpus_stats = corpus.CorpusStats()
+  packer = packing.FullSentencesPacker(config.max_seq_length, special.cls,
+                                       special.sep)
+  unk_count = 0
+  start_time = time.time()
+  try:
+    writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
+    token_batches = tokenized_line_batches(
+        input_files, vocabulary, config.lowercase, corpus_stats,
+        config.line_batch_size, config.num_parallel_calls)
+
+    def counted(batches):
+      nonlocal unk_count
+      for flat_ids, row_splits, kinds in batches:
+        unk_count += int(np.count_nonzero(flat_ids == special.unk))
+        yield flat_ids, row_splits, kinds
+
+    sequences = packing.pack_token_batches(
+        counted(token_batches), config.max_seq_length, special.cls,
+        special.sep, packer=packer)
+    serialized = (
+        _static_examples(tf, sequences, config, vocabulary)
+        if config.static_masking else _dynamic_examples(tf, sequences))
+    example_index = 0
+    for record in serialized:
+      shard = example_index % config.num_shards
+      writers[shard].write(record)
+      counts[shard] += 1
+      example_index += 1
+    for writer in writers:
+      writer.close()
+    if example_index == 0:
+      raise ValueError(
+          "Empty corpus: no tokens in input file(s) "
+          f"{', '.join(input_files)}.")
+    shard_entries = []
+    for name, tmp_path, count in zip(names, tmp_paths, counts):
+      shard_entries.append({
+          "name": name,
+          "examples": count,
+          "bytes": os.path.getsize(tmp_path),
+          "sha256": vocab_lib.file_sha256(tmp_path),
+      })
+    # Every shard is complete: only now drop an older run's files (its
+    # manifest first), rename the new shards, then write the manifest.
+    _remove_previous_outputs(
+        output_dir, keep={os.path.basename(p) for p in tmp_paths})
+    for tmp_path, final_path in zip(tmp_paths, final_paths):
+      os.replace(tmp_path, final_path)
+  except BaseException:
+    for writer in writers:
+      try:
+        writer.close()
+      except Exception:  # pylint: disable=broad-except
+        pass
+    for path in tmp_paths:
+      if os.path.exists(path):
+        os.remove(path)
+    raise
+  elapsed = time.time() - start_time
+
+  if corpus_stats.invalid_utf8_lines:
+    logging.warning(
+        "%d line(s) had bytes that are not UTF-8; they were replaced with "
+        "U+FFFD.", corpus_stats.invalid_utf8_lines)
+  text_tokens = packer.stats.text_tokens
+  unk_rate = unk_count / text_tokens if text_tokens else 0.0
+  if unk_rate > 0.05:
+    logging.warning(
+        "%.1f%% of tokens are [UNK]: does --lowercase match the vocabulary "
+        "%s?", 100 * unk_rate, vocabulary.path)
+  manifest = {
+      "format": manifest_lib.MANIFEST_FORMAT,
+      "format_version": manifest_lib.MANIFEST_FORMAT_VERSION,
+      "package_version": manifest_lib.package_version(),
+      "vocab": {
+          "file": os.path.basename(vocabulary.path),
+          "sha256": vocabulary.sha256,
+          "size": vocabulary.size,
+          "special_token_ids": dataclasses.asdict(special),
+      },
+      "lowercase": bool(config.lowercase),
+      "tokenizer": "tensorflow_text.FastBertTokenizer",
+      "packing": "full_sentences",
+      "max_seq_length": config.max_seq_length,
+      "schema": (manifest_lib.SCHEMA_STATIC
+                 if config.static_masking else manifest_lib.SCHEMA_DYNAMIC),
+      "features": list(manifest_lib.STATIC_FEATURES if config.static_masking
+                       else manifest_lib.DYNAMIC_FEATURES),
+      "static_masking": ({
+          "dupe_factor": config.dupe_factor,
+          "max_predictions_per_seq": config.max_predictions_per_seq,
+          "mask_rate": config.mask_rate,
+      } if config.static_masking else None),
+      "compression": compression,
+      "seed": config.seed,
+      "num_examples": sum(counts),
+      "shards": shard_entries,
+      "sources": [{"path": p, "bytes": os.path.getsize(p)}
+                  for p in input_files],
+      "stats": {
+          "corpus": dataclasses.asdict(corpus_stats),
+          "sequences": packer.stats.sequences,
+          "tokens": packer.stats.tokens,
+          "text_tokens": text_tokens,
+          "unk_tokens": unk_count,
+          "documents": packer.stats.documents,
+          "sentences": packer.stats.sentences,
+          "split_sentences": packer.stats.split_sentences,
+          "fill_ratio": round(
+              packer.stats.fill_ratio(config.max_seq_length), 6),
+      },
+  }
+  manifest_lib.write_manifest(output_dir, manifest)
+  logging.info("Wrote %d examples in %d shards to %s in %.1f s.",
+               sum(counts), config.num_shards, output_dir, elapsed)
+  return manifest
+
+
+def _dynamic_examples(tf, sequences):
+  for ids in sequences:
+    yield tf.train.Example(features=tf.train.Features(feature={
+        "input_word_ids": _int64_feature(tf, ids.tolist()),
+    })).SerializeToString()
+
+
+def _static_examples(tf, sequences, config, vocabulary):
+  """Model Garden schema, padded to max_seq_length / max_predictions."""
+  rng = np.random.default_rng(config.seed)
+  special_ids = np.array(vocabulary.special_token_ids, np.int32)
+  replacement = masking.replacement_ids(vocabulary.size,
+                                        vocabulary.special_token_ids)
+  seq_len = config.max_seq_length
+  pad = vocabulary.special_ids.pad
+  zeros = [0] * seq_len
+  for ids in sequences:
+    length = len(ids)
+    for _ in range(config.dupe_factor):
+      masked, positions, label_ids, weights = masking.mask_sequence_numpy(
+          ids, rng, mask_rate=config.mask_rate,
+          max_predictions=config.max_predictions_per_seq,
+          mask_id=vocabulary.special_ids.mask,
+          special_token_ids=special_ids, replacement_id_array=replacement)
+      input_ids = masked.tolist() + [pad] * (seq_len - length)
+      input_mask = [1] * length + [0] * (seq_len - length)
+      yield tf.train.Example(features=tf.train.Features(feature={
+          "input_ids": _int64_feature(tf, input_ids),
+          "input_mask": _int64_feature(tf, input_mask),
+          "segment_ids": _int64_feature(tf, zeros),
+          "masked_lm_positions": _int64_feature(tf, positions.tolist()),
+          "masked_lm_ids": _int64_feature(tf, label_ids.tolist()),
+          "masked_lm_weights": _float_feature(tf, weights.tolist()),
+          "next_sentence_labels": _int64_feature(tf, [0]),
+      })).SerializeToString()
