@@ -1,0 +1,39 @@
+import numpy as np
+import pytest
+
+from tests import numpy_reference as ref
+from tupe_tf.layers import RelativePositionBias
+from tupe_tf.layers import relative_position_buckets
+
+
+@pytest.mark.parametrize("buckets, distance", [(32, 128), (16, 64), (8, 20)])
+def test_buckets_match_scalar_t5_reference(buckets, distance):
+    relative = np.arange(-300, 301)
+    expected = [ref.t5_bucket(int(r), buckets, distance) for r in relative]
+    np.testing.assert_array_equal(
+        relative_position_buckets(relative, buckets, distance), expected)
+
+
+def test_bucket_layout():
+    buckets = relative_position_buckets(np.arange(-200, 201), 32, 128)
+    exact = {r: b for r, b in zip(range(-200, 201), buckets)}
+    # Distances below 32/4 = 8 each own a bucket, per direction.
+    assert [exact[-r] for r in range(0, 8)] == list(range(0, 8))
+    assert [exact[r] for r in range(1, 8)] == list(range(17, 24))
+    # Clamped beyond the maximum distance; directions kept apart.
+    assert exact[-128] == exact[-200] == 15 and exact[200] == 31
+    assert buckets.max() == 31 and buckets.min() == 0
+
+
+def test_layer_output_and_config():
+    layer = RelativePositionBias(num_heads=3, max_sequence_length=20,
+                                 num_buckets=8, max_distance=10)
+    bias = np.asarray(layer(np.zeros((2, 7), "int32")))
+    assert bias.shape == (1, 3, 7, 7)
+    table = np.asarray(layer.relative_attention_bias)
+    for i in range(7):
+        for j in range(7):
+            np.testing.assert_allclose(
+                bias[0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)])
+    clone = RelativePositionBias.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
