@@ -4,6 +4,7 @@ from tupe_tf import layers
 from tupe_tf.models import POSITION_ENCODINGS
 from tupe_tf.models import SEGMENT_ENCODINGS
 from tupe_tf.models import TupeBackbone
+from tupe_tf.models import check_preset
 from tupe_tf.models import TupeMaskedLM
 from tupe_tf.models import TupeMaskedLMPreprocessor
 from tupe_tf.models import TupeTextClassifier

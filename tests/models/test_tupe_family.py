@@ -103,3 +103,23 @@ def test_backbone_config_round_trip_keeps_every_option():
     clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
     assert clone.get_config() == backbone.get_config()
     assert clone.count_params() == backbone.count_params()
+
+
+def test_check_preset_names_what_is_wrong(tmp_path):
+    preset = str(tmp_path / "preset")
+    tiny_backbone(position_encoding="diet-rel").save_to_preset(preset)
+    metadata = tupe_tf.check_preset(preset)
+    assert metadata["tupe_tf_version"] == tupe_tf.__version__
+
+    import json
+    path = os.path.join(preset, "metadata.json")
+    edited = dict(metadata, tupe_tf_version="9.9.0")
+    with open(path, "w") as f:
+        json.dump(edited, f)
+    with pytest.raises(ValueError, match="saved by tupe-tf 9.9.0"):
+        tupe_tf.check_preset(preset)
+    os.remove(os.path.join(preset, "model.weights.h5"))
+    with pytest.raises(ValueError, match="model.weights.h5"):
+        tupe_tf.check_preset(preset)
+    with pytest.raises(ValueError, match="does not exist"):
+        tupe_tf.check_preset(str(tmp_path / "nowhere"))

@@ -1,6 +1,7 @@
 """keras-hub models of tupe-tf."""
 
 from tupe_tf.models.bert_weights import load_bert_weights
+from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import POSITION_ENCODINGS
 from tupe_tf.models.tupe_backbone import SEGMENT_ENCODINGS
 from tupe_tf.models.tupe_backbone import TupeBackbone

@@ -1,6 +1,8 @@
 """A keras-hub BERT encoder with TUPE / DIET positional encodings."""
 
+import json
 import math
+import os
 
 import keras
 import numpy as np
@@ -17,6 +19,7 @@ from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.layers.sharing import POSITION_SHARING_OPTIONS
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
+from tupe_tf.version import __version__
 
 POSITION_ENCODINGS = (
     "bert", "bert-r", "tupe-a", "tupe-r", "bert-ad", "diet-abs", "diet-rel"
@@ -412,6 +415,21 @@ class TupeBackbone(Backbone):
         """Undoes `fold_positional_bias`."""
         if self.position_bias is not None:
             self.position_bias.unfold()
+
+    def save_to_preset(self, preset_dir, max_shard_size=10):
+        """keras-hub's `save_to_preset`, recording the tupe-tf version.
+
+        The version goes into the preset's `metadata.json` as
+        `tupe_tf_version`, so loaders can refuse presets of another version
+        (see `tupe_tf.check_preset`).
+        """
+        super().save_to_preset(preset_dir, max_shard_size=max_shard_size)
+        metadata_path = os.path.join(preset_dir, "metadata.json")
+        with open(metadata_path) as metadata_file:
+            metadata = json.load(metadata_file)
+        metadata["tupe_tf_version"] = __version__
+        with open(metadata_path, "w") as metadata_file:
+            json.dump(metadata, metadata_file, indent=4)
 
     def get_config(self):
         config = super().get_config()

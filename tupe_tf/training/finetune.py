@@ -42,12 +42,10 @@ def _features(split, preprocessor, batch_size, shuffle, seed):
     if shuffle:
         dataset = dataset.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size)
-
-    def preprocess(x, y):
-        # Pairs become [CLS] a [SEP] b [SEP] with segment ids 0/1.
-        return preprocessor(x), y
-
-    return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+    # The preprocessor must get (x, y): called on x alone it would take a
+    # (first, second) pair for (x, y). Pairs become [CLS] a [SEP] b [SEP]
+    # with segment ids 0 then 1.
+    return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE
     )
 
