@@ -132,14 +132,15 @@ def _check_shards(files, flag, config):
 
     try:
         data_pipeline.check_shards_vocabulary(files, config.vocab_file)
-    except ValueError as error:
+    except (ValueError, FileNotFoundError) as error:
         raise ValueError(
             f"{flag} were not built with --vocab_file={config.vocab_file}: {error}"
         ) from error
     shard_length = _shard_seq_length(files)
-    if shard_length is not None and shard_length != config.seq_length:
+    # Shorter shards are padded by the reader; longer ones cannot be cut.
+    if shard_length is not None and shard_length > config.seq_length:
         raise ValueError(
-            f"{flag} hold sequences of length {shard_length} but "
+            f"{flag} hold sequences of length {shard_length}, longer than "
             f"--seq_length={config.seq_length}. Rebuild the shards with "
             f"--max_seq_length={config.seq_length} or pass "
             f"--seq_length={shard_length}."
@@ -206,16 +207,12 @@ def compile_masked_lm(model, config):
     return model
 
 
-def _int_padding_mask(features, *rest):
-    # keras-hub declares padding_mask as an int32 input; a bool mask also
-    # breaks MirroredStrategy's dataset distribution in fit (AddN on bool).
-    features = dict(features)
-    features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
-    return (features, *rest)
-
-
 def make_dataset(config, files, batch_size, is_training, skip_batches=0, input_context=None):
-    """The MLM dataset, repeated, `skip_batches` batches in (for resuming)."""
+    """The MLM dataset; training data repeats and starts `skip_batches` in.
+
+    Evaluation data is one deterministic pass, repeated and cut to
+    `config.eval_steps` batches so every worker runs the same number of steps.
+    """
     import data_pipeline
 
     dataset = data_pipeline.pretraining_dataset(
@@ -233,13 +230,11 @@ def make_dataset(config, files, batch_size, is_training, skip_batches=0, input_c
         deterministic=True,
         input_context=input_context,
         drop_remainder=True,
+        skip_batches=skip_batches,
     )
-    dataset = dataset.repeat()
-    if skip_batches:
-        dataset = dataset.skip(skip_batches)
-    return dataset.map(_int_padding_mask, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE
-    )
+    if not is_training:
+        dataset = dataset.repeat().take(config.eval_steps)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def _fit_segments(step, total, every):
@@ -396,6 +391,7 @@ def run_pretraining(config: PretrainConfig):
 
         loop = DistributedTrainingLoop(model, strategy, verbose) if multi_worker else None
         start_time = time.time()
+        epoch_history = {}
         step = start_step
         epoch = step // config.save_every
         for steps_per_epoch, num_epochs in _fit_segments(
@@ -411,13 +407,17 @@ def run_pretraining(config: PretrainConfig):
             if validation is not None:
                 fit_kwargs.update(
                     validation_data=validation,
-                    validation_steps=config.eval_steps,
+                    validation_steps=config.eval_steps if loop else None,
                     validation_freq=eval_every_epochs,
                 )
             if loop is not None:
-                loop.fit(train_data(step), **fit_kwargs)
+                history = loop.fit(train_data(step), **fit_kwargs)
             else:
-                model.fit(train_data(step), verbose=verbose, **fit_kwargs)
+                history = model.fit(
+                    train_data(step), verbose=verbose, shuffle=False, **fit_kwargs
+                )
+            for name, values in history.history.items():
+                epoch_history.setdefault(name, []).extend(float(v) for v in values)
             epoch += num_epochs
             step = global_step(model)
         train_seconds = time.time() - start_time
@@ -429,9 +429,7 @@ def run_pretraining(config: PretrainConfig):
             if loop is not None:
                 eval_results = loop.evaluate(eval_data(), config.eval_steps)
             else:
-                eval_results = model.evaluate(
-                    eval_data(), steps=config.eval_steps, verbose=0, return_dict=True
-                )
+                eval_results = model.evaluate(eval_data(), verbose=0, return_dict=True)
             eval_results = {k: float(v) for k, v in eval_results.items()}
             if eval_results.get("loss") is not None:
                 eval_results["perplexity"] = float(math.exp(min(eval_results["loss"], 50.0)))
@@ -456,6 +454,7 @@ def run_pretraining(config: PretrainConfig):
             "resumed_from_step": start_step,
             "train_seconds_this_run": train_seconds,
             "eval": eval_results,
+            "history_this_run": epoch_history,
             "model_dir": os.path.abspath(config.model_dir),
             "preset_dir": os.path.abspath(config.preset_dir),
             "checkpoint": final_checkpoint if chief else None,
