@@ -1,0 +1,188 @@
+"""Session fixtures for the training tests: a tiny corpus, vocabularies,
+MLM shards built with `data_pipeline`, and a tiny pre-trained preset.
+
+Subprocess helpers run the real scripts (strategies that must configure
+devices before TensorFlow starts, `kill -9`, several workers).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRETRAIN_SCRIPT = os.path.join(REPO, "scripts", "pretrain.py")
+FINETUNE_SCRIPT = os.path.join(REPO, "scripts", "finetune_glue.py")
+SEQ_LENGTH = 32
+
+# Every subprocess pre-training run uses this model: 2 layers, hidden 32.
+TINY_MODEL_FLAGS = [
+    "--num_layers=2",
+    "--num_heads=2",
+    "--hidden_dim=32",
+    "--intermediate_dim=64",
+    "--max_sequence_length=64",
+    f"--seq_length={SEQ_LENGTH}",
+    "--verbose=2",
+]
+
+
+def subprocess_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("TF_CONFIG", None)
+    env.update(extra)
+    return env
+
+
+def run_script(script, args, timeout=240, **env):
+    """Runs a script to completion; returns the CompletedProcess."""
+    return subprocess.run(
+        [sys.executable, script] + list(args),
+        env=subprocess_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("training_data")
+
+
+@pytest.fixture(scope="session")
+def corpus_file(data_dir):
+    """~150 KB of the embedded Wikipedia sample, as plain text."""
+    import data_pipeline
+
+    with open(data_dir / "full.txt", "w") as out:
+        with open(data_pipeline.embedded_corpus_path()) as f:
+            out.write(f.read(150_000))
+    return str(data_dir / "full.txt")
+
+
+@pytest.fixture(scope="session")
+def vocab_file(data_dir, corpus_file):
+    import data_pipeline
+
+    path = str(data_dir / "vocab.txt")
+    data_pipeline.build_vocabulary(corpus_file, 400, path, lowercase=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def other_vocab_file(data_dir, corpus_file):
+    """A different vocabulary than the one the shards were built with."""
+    import data_pipeline
+
+    path = str(data_dir / "other_vocab.txt")
+    data_pipeline.build_vocabulary(corpus_file, 300, path, lowercase=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def shards(data_dir, corpus_file, vocab_file):
+    """Two dynamic-masking shards of length 32: one to train, one to eval."""
+    import data_pipeline
+
+    output_dir = str(data_dir / "shards")
+    data_pipeline.build_shards(
+        data_pipeline.ShardConfig(
+            input_patterns=corpus_file,
+            vocab_file=vocab_file,
+            output_dir=output_dir,
+            max_seq_length=SEQ_LENGTH,
+            num_shards=2,
+            lowercase=True,
+        )
+    )
+    files = sorted(
+        os.path.join(output_dir, f) for f in os.listdir(output_dir) if ".tfrecord" in f
+    )
+    return {"dir": output_dir, "train": files[0], "eval": files[1]}
+
+
+@pytest.fixture(scope="session")
+def data_flags(shards, vocab_file):
+    return [
+        f"--train_files={shards['train']}",
+        f"--eval_files={shards['eval']}",
+        f"--vocab_file={vocab_file}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def tiny_preset(data_dir, vocab_file):
+    """An untrained tiny TUPE-R masked LM saved as a keras-hub preset."""
+    import tupe_tf
+
+    tokenizer = tupe_tf.TupeTokenizer(vocabulary=vocab_file, lowercase=True)
+    backbone = tupe_tf.TupeBackbone(
+        tokenizer.vocabulary_size(),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=64,
+        position_encoding="tupe-r",
+        segment_encoding="per-head",
+    )
+    model = tupe_tf.TupeMaskedLM(
+        backbone,
+        preprocessor=tupe_tf.TupeMaskedLMPreprocessor(tokenizer, sequence_length=SEQ_LENGTH),
+    )
+    path = str(data_dir / "tiny_preset")
+    shutil.rmtree(path, ignore_errors=True)
+    model.save_to_preset(path)
+    return path
+
+
+def pretrain_config(model_dir, shards, vocab_file, **overrides):
+    """A tiny `PretrainConfig` for in-process runs."""
+    from tupe_tf.training import config as config_lib
+
+    model_overrides = {
+        k: overrides.pop(k)
+        for k in list(overrides)
+        if k in config_lib.ModelConfig.__dataclass_fields__
+    }
+    optimizer_overrides = {
+        k: overrides.pop(k)
+        for k in list(overrides)
+        if k in config_lib.OptimizerConfig.__dataclass_fields__
+    }
+    runtime_overrides = {
+        k: overrides.pop(k)
+        for k in list(overrides)
+        if k in config_lib.RuntimeConfig.__dataclass_fields__
+    }
+    model = dict(
+        num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64, max_sequence_length=64
+    )
+    model.update(model_overrides)
+    optimizer = dict(learning_rate=1e-3, warmup_steps=2)
+    optimizer.update(optimizer_overrides)
+    kwargs = dict(
+        model_dir=str(model_dir),
+        train_files=[shards["train"]],
+        eval_files=[shards["eval"]],
+        vocab_file=vocab_file,
+        seq_length=SEQ_LENGTH,
+        global_batch_size=8,
+        num_train_steps=6,
+        save_every=3,
+        eval_steps=2,
+        log_every=2,
+        verbose=0,
+        model=config_lib.ModelConfig(**model),
+        optimizer=config_lib.OptimizerConfig(**optimizer),
+        runtime=config_lib.RuntimeConfig(**runtime_overrides),
+    )
+    kwargs.update(overrides)
+    return config_lib.PretrainConfig(**kwargs)
