@@ -1,0 +1,20 @@
+"""SavedModel export of tupe-tf presets: serving, TF Hub encoder/preprocessor.
+
+Example:
+```python
+import tupe_tf.export
+tupe_tf.export.export_preset("runs/sst2/preset", "out/sst2", "serving")
+```
+"""
+
+from tupe_tf.export.export_lib import FORMATS
+from tupe_tf.export.export_lib import LoadedPreset
+from tupe_tf.export.export_lib import atomic_export_dir
+from tupe_tf.export.export_lib import load_preset
+from tupe_tf.export.export_lib import read_export_metadata
+from tupe_tf.export.exporter import export_preset
+from tupe_tf.export.hub_encoder import build_hub_encoder
+from tupe_tf.export.hub_encoder import export_hub_encoder
+from tupe_tf.export.hub_preprocessor import BertTextPacker
+from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
+from tupe_tf.export.serving import export_serving

@@ -1,0 +1,194 @@
+"""Preset loading and atomic SavedModel writing shared by all export formats."""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+
+import keras
+import keras_hub
+
+from tupe_tf.models.preset_check import check_preset
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.version import __version__
+
+FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
+# Written next to the SavedModel (TF's `assets.extra/` is for such files):
+# what was exported, so `tupe_tf.hub.load` picks the right endpoints.
+EXPORT_METADATA_FILE = os.path.join("assets.extra", "tupe_tf_export.json")
+_TOKENIZER_FILES = ("tokenizer.json",
+                    os.path.join("assets", "tokenizer", "vocabulary.txt"))
+
+
+class LoadedPreset:
+    """What a preset directory holds, loaded for export.
+
+    Attributes:
+        preset_dir: str. The directory.
+        metadata: dict. Its `metadata.json`.
+        tokenizer: a `tupe_tf.TupeTokenizer`.
+        backbone: a `tupe_tf.TupeBackbone` (the classifier's, for a
+            classifier preset).
+        classifier: a `keras_hub.models.TextClassifier` or `None` (backbone
+            and masked-LM presets).
+    """
+
+    def __init__(self, preset_dir, metadata, tokenizer, backbone, classifier):
+        self.preset_dir = preset_dir
+        self.metadata = metadata
+        self.tokenizer = tokenizer
+        self.backbone = backbone
+        self.classifier = classifier
+
+    @property
+    def kind(self):
+        return "classifier" if self.classifier is not None else "backbone"
+
+
+def _task_class(preset_dir):
+    """The class named by `task.json`, or `None` for a backbone preset."""
+    task_path = os.path.join(preset_dir, "task.json")
+    if not os.path.exists(task_path):
+        return None
+    with open(task_path) as task_file:
+        config = json.load(task_file)
+    # keras-hub resolves the task class from `registered_name` the same way.
+    registered = config.get("registered_name") or config.get("class_name")
+    task_cls = keras.saving.get_registered_object(registered)
+    if task_cls is None:
+        raise ValueError(
+            f"Preset {preset_dir!r}: `task.json` names {registered!r}, which "
+            "is not a registered Keras class. Import the package that "
+            "defines it, or export the backbone alone from a preset without "
+            "`task.json`."
+        )
+    return task_cls
+
+
+def load_preset(preset_dir):
+    """Checks and loads a preset for export.
+
+    A preset whose `task.json` names a `keras_hub.models.TextClassifier`
+    exports as a classifier; any other preset (backbone, masked LM) exports
+    its backbone.
+
+    Args:
+        preset_dir: str. A directory written by `save_to_preset`.
+
+    Returns:
+        A `LoadedPreset`.
+
+    Raises:
+        ValueError: naming the directory and the problem (missing directory
+            or file, other tupe-tf version, not a `TupeBackbone`).
+
+    Example:
+    ```python
+    preset = tupe_tf.export.load_preset("runs/sst2/preset")
+    preset.kind  # "classifier"
+    ```
+    """
+    metadata = check_preset(preset_dir)
+    missing = [name for name in _TOKENIZER_FILES
+               if not os.path.exists(os.path.join(preset_dir, name))]
+    if missing:
+        raise ValueError(
+            f"Preset {preset_dir!r} has no tokenizer: missing {missing}. "
+            "Export needs the vocabulary; save the preset from a task with a "
+            "preprocessor, or save the tokenizer with `save_to_preset`."
+        )
+    tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset_dir)
+    task_cls = _task_class(preset_dir)
+    classifier = None
+    if task_cls is not None and issubclass(
+        task_cls, keras_hub.models.TextClassifier
+    ):
+        classifier = keras_hub.models.TextClassifier.from_preset(
+            preset_dir, preprocessor=None
+        )
+        backbone = classifier.backbone
+    else:
+        backbone = keras_hub.models.Backbone.from_preset(preset_dir)
+    if not isinstance(backbone, TupeBackbone):
+        raise ValueError(
+            f"Preset {preset_dir!r} holds a {type(backbone).__name__}, not a "
+            "`tupe_tf.TupeBackbone`."
+        )
+    return LoadedPreset(preset_dir, metadata, tokenizer, backbone, classifier)
+
+
+@contextlib.contextmanager
+def atomic_export_dir(export_dir, overwrite=False):
+    """Yields a temporary directory that becomes `export_dir` on success.
+
+    The temporary directory is a sibling of `export_dir` (same filesystem,
+    so the final `os.rename` is atomic). On any error it is removed and
+    `export_dir` is left as it was. An existing `export_dir` is replaced
+    only with `overwrite=True`, and only after the new export is complete.
+
+    Args:
+        export_dir: str. The final directory.
+        overwrite: bool. Replace an existing `export_dir`.
+
+    Raises:
+        FileExistsError: `export_dir` exists and `overwrite` is False.
+
+    Example:
+    ```python
+    with atomic_export_dir("out/model") as tmp_dir:
+        tf.saved_model.save(module, tmp_dir)
+    ```
+    """
+    export_dir = os.path.abspath(export_dir)
+    if os.path.exists(export_dir) and not overwrite:
+        raise FileExistsError(
+            f"Export directory {export_dir!r} already exists. Pass "
+            "--overwrite (overwrite=True) to replace it."
+        )
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(
+        prefix=f".{os.path.basename(export_dir)}.tmp-", dir=parent
+    )
+    try:
+        yield tmp_dir
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    old_dir = None
+    if os.path.exists(export_dir):
+        # Move the old export aside first so `export_dir` is never half
+        # written: it is either the old or the new export.
+        old_dir = tempfile.mkdtemp(
+            prefix=f".{os.path.basename(export_dir)}.old-", dir=parent
+        )
+        os.rmdir(old_dir)
+        os.rename(export_dir, old_dir)
+    try:
+        os.rename(tmp_dir, export_dir)
+    except BaseException:
+        if old_dir is not None:
+            os.rename(old_dir, export_dir)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    if old_dir is not None:
+        shutil.rmtree(old_dir, ignore_errors=True)
+
+
+def write_export_metadata(saved_model_dir, **fields):
+    """Records what was exported in `assets.extra/tupe_tf_export.json`."""
+    path = os.path.join(saved_model_dir, EXPORT_METADATA_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as metadata_file:
+        json.dump({"tupe_tf_version": __version__, **fields}, metadata_file,
+                  indent=2)
+
+
+def read_export_metadata(saved_model_dir):
+    """The export metadata, or `None` for a SavedModel not made here."""
+    path = os.path.join(saved_model_dir, EXPORT_METADATA_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as metadata_file:
+        return json.load(metadata_file)
