@@ -451,3 +451,26 @@ def test_mixed_bfloat16(option):
     x = {**inputs, "mask_positions": np.array([[1, 2], [3, 4]], "int32")}
     history = mlm.fit(x, np.array([[5, 6], [7, 8]]), epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+@pytest.mark.parametrize("option", ["bert", "tupe-a", "bert-ad", "diet-rel"])
+def test_attention_logits_and_rank_bound(option):
+    backbone = make_backbone(position_encoding=option)
+    randomize(backbone, seed=9)
+    inputs = make_inputs(batch=1, length=MAX_LEN, real=(MAX_LEN,))
+    with_bias = backbone.attention_logits(inputs)
+    content = backbone.attention_logits(inputs, include_bias=False)
+    assert len(with_bias) == LAYERS and with_bias[0].shape == (1, HEADS, 16, 16)
+    # Softmax of the logits is the layer's attention (no padding here).
+    expected_probs, _ = reference_layer0(backbone, inputs)
+    np.testing.assert_allclose(ref.softmax(with_bias[0].astype("float64")),
+                               expected_probs, atol=1e-5)
+    # Without the per-head bias the rank is bounded by the head size.
+    ranks = [np.linalg.matrix_rank(m.astype("float64"), tol=1e-4 * np.abs(m).max())
+             for m in content[1][0]]
+    assert max(ranks) <= HEAD_DIM + (1 if option == "bert-ad" else 0)
+    if option in ("tupe-a", "diet-rel"):
+        full = [np.linalg.matrix_rank(m.astype("float64"),
+                                      tol=1e-4 * np.abs(m).max())
+                for m in with_bias[1][0]]
+        assert min(full) > HEAD_DIM

@@ -73,18 +73,10 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
     ):
         if key is None:
             key = value
-        query = self._query_dense(query)
-        key = self._key_dense(key)
+        logits = self.attention_logits(
+            query, key, attention_bias, query_offset, key_offset
+        )
         value = self._value_dense(value)
-        if query_offset is not None:
-            query = query + ops.cast(query_offset, query.dtype)
-        if key_offset is not None:
-            key = key + ops.cast(key_offset, key.dtype)
-        query = ops.multiply(query, ops.cast(self._content_scale, query.dtype))
-        logits = ops.einsum("bqhd,bkhd->bhqk", query, key)
-        logits = ops.cast(logits, "float32")
-        if attention_bias is not None:
-            logits = logits + ops.cast(attention_bias, "float32")
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
             if len(attention_mask.shape) == 2:
@@ -101,6 +93,26 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         if return_attention_scores:
             return output, probabilities
         return output
+
+    def attention_logits(
+        self, query, key, attention_bias=None, query_offset=None,
+        key_offset=None,
+    ):
+        """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
+
+        Used by `call`, and on its own to inspect attention (e.g. its rank).
+        """
+        query = self._query_dense(query)
+        key = self._key_dense(key)
+        if query_offset is not None:
+            query = query + ops.cast(query_offset, query.dtype)
+        if key_offset is not None:
+            key = key + ops.cast(key_offset, key.dtype)
+        query = ops.multiply(query, ops.cast(self._content_scale, query.dtype))
+        logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
+        if attention_bias is not None:
+            logits = logits + ops.cast(attention_bias, "float32")
+        return logits
 
     def get_config(self):
         config = super().get_config()

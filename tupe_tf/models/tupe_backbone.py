@@ -397,6 +397,43 @@ class TupeBackbone(Backbone):
         bias = bias.reshape((-1,) + bias.shape[-3:])
         return np.broadcast_to(bias, shape).copy()
 
+    def attention_logits(self, inputs, include_bias=True):
+        """Every layer's attention logits, for inspection (eager).
+
+        Args:
+            inputs: dict of `token_ids`, `segment_ids`, `padding_mask`.
+            include_bias: bool. With False, the content-free bias `beta` is
+                left out (the segment part too): what remains is
+                `c * (x W^Q)(x W^K)^T`, whose rank is at most the head size
+                (the DIET paper's argument against positions at the input).
+
+        Returns:
+            A list of float32 NumPy arrays `(batch, heads, n, n)`, one per
+            layer, before masking and softmax.
+        """
+        tensors = []
+        for layer in self.transformer_layers:
+            node = layer._inbound_nodes[0]
+            kwargs = {
+                name: node.arguments.kwargs[name]
+                for name in ("attention_bias", "query_offset", "key_offset")
+                if node.arguments.kwargs.get(name) is not None
+            }
+            tensors.append((node.arguments.args[0], kwargs))
+        probe = keras.Model(self.input, keras.tree.flatten(tensors))
+        values = keras.tree.pack_sequence_as(tensors, probe(inputs))
+        logits = []
+        for layer, (x, kwargs) in zip(self.transformer_layers, values):
+            attention = layer._self_attention_layer
+            logits.append(ops.convert_to_numpy(attention.attention_logits(
+                x, x,
+                attention_bias=(
+                    kwargs.get("attention_bias") if include_bias else None),
+                query_offset=kwargs.get("query_offset"),
+                key_offset=kwargs.get("key_offset"),
+            )))
+        return logits
+
     def fold_positional_bias(self, sequence_lengths):
         """Freezes the content-free bias for fixed lengths (export/inference).
 
