@@ -159,14 +159,6 @@ def tokenized_line_batches(input_files, vocabulary, lowercase, stats,
   return dataset.prefetch(4).as_numpy_iterator()
 
 
-def _int64_feature(tf, values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
-def _float_feature(tf, values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=values))
-
-
 def _check_output_dir(output_dir, overwrite):
   """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
   if os.path.exists(output_dir):
@@ -353,10 +345,14 @@ def build_shards(config):
 
 
 def _dynamic_examples(tf, sequences):
+  # One reused message: clearing and refilling it is ~3x faster than building
+  # a new tf.train.Example per sequence.
+  example = tf.train.Example()
+  values = example.features.feature["input_word_ids"].int64_list.value
   for ids in sequences:
-    yield tf.train.Example(features=tf.train.Features(feature={
-        "input_word_ids": _int64_feature(tf, ids.tolist()),
-    })).SerializeToString()
+    del values[:]
+    values.extend(ids.tolist())
+    yield example.SerializeToString(deterministic=True)
 
 
 def _static_examples(tf, sequences, config, vocabulary):
@@ -367,23 +363,30 @@ def _static_examples(tf, sequences, config, vocabulary):
                                         vocabulary.special_token_ids)
   seq_len = config.max_seq_length
   pad = vocabulary.special_ids.pad
-  zeros = [0] * seq_len
+  example = tf.train.Example()
+  feature = example.features.feature
+  int_lists = {name: feature[name].int64_list.value for name in (
+      "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+      "masked_lm_ids")}
+  weight_list = feature["masked_lm_weights"].float_list.value
+  feature["segment_ids"].int64_list.value.extend([0] * seq_len)
+  feature["next_sentence_labels"].int64_list.value.append(0)
   for ids in sequences:
     length = len(ids)
+    input_mask = [1] * length + [0] * (seq_len - length)
     for _ in range(config.dupe_factor):
       masked, positions, label_ids, weights = masking.mask_sequence_numpy(
           ids, rng, mask_rate=config.mask_rate,
           max_predictions=config.max_predictions_per_seq,
           mask_id=vocabulary.special_ids.mask,
           special_token_ids=special_ids, replacement_id_array=replacement)
-      input_ids = masked.tolist() + [pad] * (seq_len - length)
-      input_mask = [1] * length + [0] * (seq_len - length)
-      yield tf.train.Example(features=tf.train.Features(feature={
-          "input_ids": _int64_feature(tf, input_ids),
-          "input_mask": _int64_feature(tf, input_mask),
-          "segment_ids": _int64_feature(tf, zeros),
-          "masked_lm_positions": _int64_feature(tf, positions.tolist()),
-          "masked_lm_ids": _int64_feature(tf, label_ids.tolist()),
-          "masked_lm_weights": _float_feature(tf, weights.tolist()),
-          "next_sentence_labels": _int64_feature(tf, [0]),
-      })).SerializeToString()
+      for name, value in (
+          ("input_ids", masked.tolist() + [pad] * (seq_len - length)),
+          ("input_mask", input_mask),
+          ("masked_lm_positions", positions.tolist()),
+          ("masked_lm_ids", label_ids.tolist())):
+        del int_lists[name][:]
+        int_lists[name].extend(value)
+      del weight_list[:]
+      weight_list.extend(weights.tolist())
+      yield example.SerializeToString(deterministic=True)

@@ -42,6 +42,19 @@ def test_build_vocab_then_shards_end_to_end(tmp_path, corpus_file):
                 f"--vocab_file={vocab}", f"--output_dir={out}")
   assert result.returncode != 0
   assert "--overwrite" in result.stderr
+  # Determinism across processes (protobuf map order is per process unless
+  # serialized deterministically).
+  again = tmp_path / "again"
+  result = _run("build_shards.py", f"--input={corpus_file}",
+                f"--vocab_file={vocab}", f"--output_dir={again}",
+                "--max_seq_length=64", "--num_shards=2", "--seed=1",
+                "--lowercase", "--static_masking", "--dupe_factor=2",
+                "--compression=gzip")
+  assert result.returncode == 0, result.stderr
+  assert (again / "manifest.json").read_bytes() == (
+      out / "manifest.json").read_bytes()
+  for name in os.listdir(out):
+    assert (again / name).read_bytes() == (out / name).read_bytes(), name
 
 
 def test_bad_flags_and_inputs_are_named(tmp_path, vocab_file):
