@@ -1,0 +1,1 @@
+"""Figures and comparisons: the evidence for choosing a positional encoding."""

@@ -1,0 +1,67 @@
+"""Library side of `scripts/visualize.py`."""
+
+import os
+
+import numpy as np
+
+from tupe_tf.analysis import figures
+from tupe_tf.models.preset_check import check_preset
+from tupe_tf.models.tupe_backbone import TupeBackbone
+
+
+def random_inputs(backbone, sequence_length, batch_size=2, seed=0):
+    """Random word ids (no special tokens) with `[CLS]` first, two segments."""
+    rng = np.random.default_rng(seed)
+    n = int(sequence_length)
+    token_ids = rng.integers(5, backbone.vocabulary_size, (batch_size, n))
+    token_ids[:, 0] = 2
+    segment_ids = (np.arange(n)[None] >= n // 2).repeat(batch_size, 0)
+    return {
+        "token_ids": token_ids.astype("int32"),
+        "segment_ids": segment_ids.astype("int32"),
+        "padding_mask": np.ones((batch_size, n), "int32"),
+    }
+
+
+def visualize_preset(preset, output_dir, sequence_length=64,
+                     baseline_presets=(), seed=0):
+    """Writes the positional-bias and attention-rank figures of a preset.
+
+    Args:
+        preset: preset directory of a `TupeBackbone`.
+        output_dir: directory for the PNG files.
+        sequence_length: int. Length of maps and inputs.
+        baseline_presets: other preset directories for the rank figure.
+        seed: int. Seed of the random inputs.
+
+    Returns:
+        The list of written paths.
+    """
+    backbones = {}
+    for path in [preset, *baseline_presets]:
+        check_preset(path)
+        backbone = TupeBackbone.from_preset(path)
+        if sequence_length > backbone.max_sequence_length:
+            raise ValueError(
+                f"--sequence_length={sequence_length} is longer than the "
+                f"max_sequence_length={backbone.max_sequence_length} of "
+                f"preset {path!r}."
+            )
+        label = backbone.position_encoding
+        backbones[label if label not in backbones else path] = backbone
+    main_backbone = next(iter(backbones.values()))
+    os.makedirs(output_dir, exist_ok=True)
+    written = [
+        figures.plot_positional_bias(
+            main_backbone, sequence_length,
+            os.path.join(output_dir, "positional_bias.png"),
+        )
+    ]
+    ranks = {
+        name: figures.attention_ranks(
+            backbone, random_inputs(backbone, sequence_length, seed=seed))
+        for name, backbone in backbones.items()
+    }
+    written.append(figures.plot_attention_ranks(
+        ranks, os.path.join(output_dir, "attention_rank.png")))
+    return written
