@@ -340,6 +340,9 @@ def run_pretraining(config: PretrainConfig):
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(runtime.mixed_precision)
     try:
+        # Same seed, same initial weights (and dropout streams) on every
+        # worker and every rerun.
+        keras.utils.set_random_seed(config.seed)
         with strategy.scope():
             model = build_masked_lm(config, vocabulary_size)
             compile_masked_lm(model, config)
