@@ -71,7 +71,9 @@ class EncoderFunctions:
 
     def call(self, inputs, training=False):
         """Forward pass; call only while tracing (see `traced`)."""
-        inputs = {name: inputs[name] for name in INPUT_NAMES}
+        # Loaded signatures do not check shapes; refuse other ranks here.
+        inputs = {name: tf.ensure_shape(inputs[name], [None, None])
+                  for name in INPUT_NAMES}
         length = tf.shape(inputs["input_word_ids"])[1]
         tf.debugging.assert_less_equal(
             length, self.max_sequence_length,

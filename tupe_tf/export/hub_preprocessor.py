@@ -96,6 +96,8 @@ class BertTextPacker(tf.Module):
 
     def tokenize(self, text):
         """`[batch]` strings -> int32 ragged `[batch, words, wordpieces]`."""
+        # Loaded signatures do not check shapes; refuse other ranks here.
+        text = tf.ensure_shape(text, [None])
         words = pretokenize(
             text,
             lowercase=self._lowercase,
