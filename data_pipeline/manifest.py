@@ -1,5 +1,6 @@
 """`manifest.json`: what a shard directory holds, written last, atomically."""
 
+import importlib.util
 import json
 import os
 
@@ -21,9 +22,21 @@ STATIC_FEATURES = ("input_ids", "input_mask", "segment_ids",
 
 
 def package_version():
-  """The tupe-tf version, from `tupe_tf/version.py` only."""
-  from tupe_tf import version  # pylint: disable=g-import-not-at-top
-  return version.__version__
+  """The tupe-tf version, read from `tupe_tf/version.py` alone.
+
+  `import tupe_tf.version` would run `tupe_tf/__init__.py`, which imports the
+  whole model stack (keras-hub, seconds of start-up); so the file is loaded
+  on its own.
+  """
+  spec = importlib.util.find_spec("tupe_tf")  # Does not run __init__.py.
+  if spec is None or not spec.submodule_search_locations:
+    return "unknown"
+  path = os.path.join(list(spec.submodule_search_locations)[0], "version.py")
+  version_spec = importlib.util.spec_from_file_location("_tupe_tf_version",
+                                                        path)
+  module = importlib.util.module_from_spec(version_spec)
+  version_spec.loader.exec_module(module)
+  return module.__version__
 
 
 def write_manifest(directory, manifest):

@@ -170,13 +170,26 @@ def pack_token_batches(token_batches, max_seq_length, cls_id, sep_id,
     int32 arrays `[CLS] ... [SEP]` of length <= `max_seq_length`.
   """
   packer = packer or FullSentencesPacker(max_seq_length, cls_id, sep_id)
+  capacity = packer.capacity
+  stats = packer.stats
   for flat_ids, row_splits, kinds in token_batches:
+    flat_ids = np.asarray(flat_ids, np.int32)
     starts = row_splits[:-1].tolist()
     ends = row_splits[1:].tolist()
     for start, end, kind in zip(starts, ends, kinds.tolist()):
+      n = end - start
+      if (n and kind == corpus.NEW_LINE and not packer._pending_boundary and  # pylint: disable=protected-access
+          packer._buffer_len + n <= capacity):  # pylint: disable=protected-access
+        # Fast path of `add` (most lines): the sentence fits, no boundary.
+        packer._buffer.append(flat_ids[start:end])  # pylint: disable=protected-access
+        packer._buffer_len += n  # pylint: disable=protected-access
+        packer._in_document = True  # pylint: disable=protected-access
+        stats.text_tokens += n
+        stats.sentences += 1
+        continue
       if kind == corpus.CONTINUATION:
         out = packer.add(flat_ids[start:end], continuation=True)
-      elif start == end:
+      elif not n:
         out = packer.add_document_boundary()
       else:
         out = packer.add(flat_ids[start:end])

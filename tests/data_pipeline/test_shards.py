@@ -1,7 +1,7 @@
 """Shard building: contents, schemas, manifest, determinism, bad input."""
 
-import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -79,8 +79,12 @@ def test_manifest_fields(dynamic_shards, vocab_file, corpus_file):
   assert on_disk["seed"] == 7
   assert on_disk["sources"] == [{"path": corpus_file,
                                  "bytes": os.path.getsize(corpus_file)}]
-  from tupe_tf import version
-  assert on_disk["package_version"] == version.__version__
+  # tupe_tf/version.py, read as text (importing tupe_tf is heavy).
+  version_file = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.dirname(os.path.abspath(__file__)))), "tupe_tf", "version.py")
+  version = re.search(r'__version__ = "([^"]+)"',
+                      open(version_file).read()).group(1)
+  assert on_disk["package_version"] == version
   for entry in on_disk["shards"]:
     path = os.path.join(directory, entry["name"])
     assert entry["bytes"] == os.path.getsize(path)
