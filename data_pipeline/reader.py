@@ -346,6 +346,7 @@ def pretraining_dataset(file_patterns,
     files = files.shuffle(len(check.files), seed=seed + 1,
                           reshuffle_each_iteration=True).repeat()
 
+  @tf.autograph.experimental.do_not_convert
   def read_shard(path, expected):
     records = tf.data.TFRecordDataset(
         path, compression_type=compression, buffer_size=1 << 20)
@@ -429,6 +430,7 @@ def _dynamic_batch_fn(tf, seq_length, max_predictions, mask_rate, special,
                       static_batch):
   features_spec = {"input_word_ids": tf.io.RaggedFeature(tf.int64)}
 
+  @tf.autograph.experimental.do_not_convert
   def process(batch_index, serialized):
     parsed = tf.io.parse_example(serialized, features_spec)
     ids = tf.cast(parsed["input_word_ids"], tf.int32)
@@ -472,6 +474,7 @@ def _static_batch_fn(tf, seq_length, shard_seq_length, max_predictions,
     extra = length - x.shape[1]
     return tf.pad(x, [[0, 0], [0, extra]], constant_values=value) if extra else x
 
+  @tf.autograph.experimental.do_not_convert
   def process(batch_index, serialized):
     del batch_index
     parsed = tf.io.parse_example(serialized, features_spec)
