@@ -35,19 +35,25 @@ def _preset_backbone_config(preset):
         return json.load(f).get("config", {})
 
 
-def _features(split, preprocessor, batch_size, shuffle, seed):
+def _features(split, preprocessor, batch_size, shuffle, seed, drop_remainder=False):
+    """Tokenised, cached, (shuffled) batches of `(features, labels)`."""
     texts = tuple(tf.constant(column) for column in split.sentences)
     inputs = texts[0] if len(texts) == 1 else texts
     dataset = tf.data.Dataset.from_tensor_slices((inputs, split.labels))
-    if shuffle:
-        dataset = dataset.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
-    # The preprocessor must get (x, y): called on x alone it would take a
+    # Tokenise once, in large batches, then cache the packed features. The
+    # preprocessor must get (x, y): called on x alone it would take a
     # (first, second) pair for (x, y). Pairs become [CLS] a [SEP] b [SEP]
     # with segment ids 0 then 1.
-    return dataset.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
-        tf.data.AUTOTUNE
+    dataset = (
+        dataset.batch(1024)
+        .map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+        .unbatch()
+        .apply(tf.data.experimental.assert_cardinality(len(split)))
+        .cache()
     )
+    if shuffle:
+        dataset = dataset.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
 
 class _DevEvaluator(keras.callbacks.Callback):
@@ -82,7 +88,11 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
         tokenizer, sequence_length=config.seq_length
     )
-    train_ds = _features(train, preprocessor, config.batch_size, True, seed)
+    # TPUs need static shapes: full training batches only.
+    train_ds = _features(
+        train, preprocessor, config.batch_size, True, seed,
+        drop_remainder=config.runtime.strategy == "tpu",
+    )
     eval_sets = {
         split.split: (
             _features(split, preprocessor, config.batch_size, False, seed),
@@ -90,7 +100,11 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
         )
         for split in eval_splits
     }
-    steps_per_epoch = int(np.ceil(len(train) / config.batch_size))
+    steps_per_epoch = (
+        len(train) // config.batch_size
+        if config.runtime.strategy == "tpu"
+        else int(np.ceil(len(train) / config.batch_size))
+    )
     total_steps = steps_per_epoch * config.num_epochs
     with strategy.scope():
         backbone = tupe_tf.TupeBackbone.from_preset(config.preset)
@@ -125,6 +139,7 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     history = model.fit(
         train_ds,
         epochs=config.num_epochs,
+        shuffle=False,
         callbacks=[evaluator],
         verbose=config.verbose,
     )

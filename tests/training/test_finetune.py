@@ -1,0 +1,133 @@
+"""GLUE fine-tuning: `run_glue` on tiny official-layout fixtures."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.training.conftest import FINETUNE_SCRIPT
+from tests.training.conftest import run_script
+from tupe_tf.training import GlueConfig
+from tupe_tf.training.finetune import _features
+from tupe_tf.training.finetune import run_glue
+
+SHARED_GLUE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "glue"
+)
+
+
+@pytest.fixture(scope="module")
+def pair_glue_dir(tmp_path_factory):
+    """A learnable MRPC-layout task: paraphrase iff both sentences share a topic."""
+    root = tmp_path_factory.mktemp("glue")
+    (root / "MRPC").mkdir()
+    topics = ["the history of the city", "music and art", "the war in europe", "a new school"]
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 96), ("dev", 32)):
+        lines = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+        for i in range(n):
+            a = int(rng.integers(len(topics)))
+            label = i % 2
+            b = a if label else (a + 1 + int(rng.integers(len(topics) - 1))) % len(topics)
+            lines.append(f"{label}\t{i}\t{i}\t{topics[a]} .\t{topics[b]} again .")
+        (root / "MRPC" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return str(root)
+
+
+def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
+    import tupe_tf
+    from data_pipeline import glue
+
+    split = glue.load_glue("mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4)
+    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
+        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=32
+    )
+    features, labels = next(iter(_features(split, preprocessor, 4, False, 0)))
+    segment_ids = features["segment_ids"].numpy()
+    token_ids = features["token_ids"].numpy()
+    sep = preprocessor.tokenizer.sep_token_id
+    for row, segments in zip(token_ids, segment_ids):
+        first_sep = int(np.argmax(row == sep))
+        assert set(segments[: first_sep + 1]) == {0}
+        assert segments[first_sep + 1] == 1  # the second sentence is segment 1
+    np.testing.assert_array_equal(labels.numpy(), split.labels)
+
+
+@pytest.fixture(scope="module")
+def sentiment_glue_dir(tmp_path_factory):
+    """A learnable SST-2-layout task: the label is the adjective's polarity."""
+    root = tmp_path_factory.mktemp("glue_sst2")
+    (root / "SST-2").mkdir()
+    good = ["a great film", "the best music", "a fine story"]
+    bad = ["a bad film", "the worst music", "a poor story"]
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 128), ("dev", 32)):
+        lines = ["sentence\tlabel"]
+        for i in range(n):
+            label = i % 2
+            lines.append(f"{(good if label else bad)[int(rng.integers(3))]} about the city\t{label}")
+        (root / "SST-2" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return str(root)
+
+
+def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_dir):
+    config = GlueConfig(
+        task="sst2",
+        preset=tiny_preset,
+        glue_dir=sentiment_glue_dir,
+        output_dir=str(tmp_path),
+        seq_length=16,
+        learning_rates=[5e-3, 1e-5],
+        seeds=[0],
+        batch_size=16,
+        num_epochs=5,
+        verbose=0,
+    )
+    results = run_glue(config)
+    saved = json.loads((tmp_path / "sst2" / "results.json").read_text())
+    assert saved["best_learning_rate"] == results["best_learning_rate"] == 5e-3
+    assert len(saved["runs"]) == 2
+    assert len(saved["runs"][0]["dev_per_epoch"]) == 5
+    fast = saved["runs"][0]
+    assert fast["train_loss"][-1] < fast["train_loss"][0] - 0.2, fast["train_loss"]
+    assert fast["dev"]["validation"]["accuracy"] > 0.8
+    assert saved["recipe"]["warmup_ratio"] == 0.06
+    medians = saved["median_by_learning_rate"]
+    assert medians["0.005"]["validation"]["accuracy"] > medians["1e-05"]["validation"]["accuracy"]
+
+
+def test_median_over_seeds(tmp_path, tiny_preset, pair_glue_dir):
+    config = GlueConfig(
+        task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, output_dir=str(tmp_path),
+        seq_length=32, learning_rates=[1e-3], seeds=[0, 1, 2], batch_size=32, num_epochs=1,
+        max_train_examples=32, verbose=0,
+    )
+    results = run_glue(config)
+    for metric in ("accuracy", "f1"):
+        values = [run["dev"]["validation"][metric] for run in results["runs"]]
+        assert results["best"]["validation"][metric] == pytest.approx(np.median(values))
+
+
+def test_bad_preset_and_seq_length_are_refused(tmp_path, tiny_preset, pair_glue_dir):
+    run = run_script(
+        FINETUNE_SCRIPT,
+        ["--task=mrpc", f"--preset={tmp_path}", f"--glue_dir={pair_glue_dir}", f"--output_dir={tmp_path}"],
+    )
+    assert run.returncode == 2
+    assert "is not a keras-hub preset directory (no config.json)" in run.stderr
+    with pytest.raises(ValueError, match=r"--seq_length=128 is above the preset's max_sequence_length=64"):
+        run_glue(GlueConfig(task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, seq_length=128))
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent")
+def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
+    results = run_glue(
+        GlueConfig(
+            task="cola", preset=tiny_preset, glue_dir=SHARED_GLUE, output_dir=str(tmp_path),
+            seq_length=32, learning_rates=[1e-3], seeds=[0], batch_size=32, num_epochs=1,
+            max_train_examples=256, max_eval_examples=128, verbose=0,
+        )
+    )
+    assert results["num_train_examples"] == 256
+    assert -1.0 <= results["best"]["validation"]["matthews_corrcoef"] <= 1.0
