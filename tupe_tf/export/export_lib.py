@@ -176,6 +176,33 @@ def atomic_export_dir(export_dir, overwrite=False):
         shutil.rmtree(old_dir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def folded_positional_bias(backbone, sequence_lengths):
+    """Folds the backbone's position bias for tracing *and* saving.
+
+    `tf.saved_model.save` retraces functions that have an input signature,
+    so the fold must hold until the save is done. On exit the backbone
+    computes the bias from its weights again.
+
+    Args:
+        backbone: a `tupe_tf.TupeBackbone`.
+        sequence_lengths: iterable of int (empty folds nothing).
+
+    Example:
+    ```python
+    with folded_positional_bias(backbone, [128]):
+        tf.saved_model.save(module, export_dir)
+    ```
+    """
+    sequence_lengths = list(sequence_lengths)
+    try:
+        if sequence_lengths:
+            backbone.fold_positional_bias(sequence_lengths)
+        yield backbone
+    finally:
+        backbone.unfold_positional_bias()
+
+
 def write_export_metadata(saved_model_dir, **fields):
     """Records what was exported in `assets.extra/tupe_tf_export.json`."""
     path = os.path.join(saved_model_dir, EXPORT_METADATA_FILE)

@@ -37,15 +37,20 @@ class EncoderFunctions:
     """Traceable forward passes of a backbone for the exported length.
 
     The content-free position bias depends only on the weights and the
-    length. The inference pass therefore branches on the length: at
-    `seq_length` it runs a graph traced with the bias folded into a constant
-    (`TupeBackbone.fold_positional_bias`), at any other length the ordinary
-    graph. Training passes are never folded, so gradients reach the position
-    weights.
+    length, and `TupeBackbone.fold_positional_bias` turns it into a constant
+    wherever the traced length is static and folded. Tracing and saving
+    happen inside `export_lib.folded_positional_bias(backbone,
+    [seq_length])`; then
+
+    - inference branches on the length: at `seq_length` it runs a graph
+      with a static length (the folded constant), at any other length the
+      ordinary graph;
+    - training always runs with a dynamic length, so the bias is computed
+      from the weights and gradients reach them.
 
     Args:
         backbone: a `tupe_tf.TupeBackbone`.
-        seq_length: int or None. The folded length; `None` folds nothing.
+        seq_length: int or None. The folded length; `None` never branches.
     """
 
     def __init__(self, backbone, seq_length):
@@ -70,7 +75,7 @@ class EncoderFunctions:
         return outputs
 
     def call(self, inputs, training=False):
-        """Forward pass; call only while tracing (see `traced`)."""
+        """Forward pass, for tracing only."""
         # Loaded signatures do not check shapes; refuse other ranks here.
         inputs = {name: tf.ensure_shape(inputs[name], [None, None])
                   for name in INPUT_NAMES}
@@ -80,51 +85,30 @@ class EncoderFunctions:
             message=("input_word_ids is longer than the encoder's "
                      f"max_sequence_length={self.max_sequence_length}"),
         )
-        if training or self.seq_length is None or not self._has_position_bias:
-            return self._forward(inputs, training)
-        if inputs["input_word_ids"].shape[1] == self.seq_length:
-            return self._forward(inputs, training)
+        if training:
+            # Hide any static length, so training never sees a constant.
+            dynamic = {
+                name: tf.raw_ops.PlaceholderWithDefault(
+                    input=t, shape=[None, None])
+                for name, t in inputs.items()
+            }
+            return self._forward(dynamic, True)
+        static_length = inputs["input_word_ids"].shape[1]
+        if (self.seq_length is None or not self._has_position_bias
+                or static_length is not None):
+            return self._forward(inputs, False)
 
         def at_folded_length():
             # A static length selects the folded constant in the backbone.
             fixed = {name: tf.ensure_shape(t, [None, self.seq_length])
                      for name, t in inputs.items()}
-            return self._forward(fixed, training)
+            return self._forward(fixed, False)
 
         return tf.cond(
             tf.equal(length, self.seq_length),
             at_folded_length,
-            lambda: self._forward(inputs, training),
+            lambda: self._forward(inputs, False),
         )
-
-    def traced(self, fn, *specs):
-        """Traces `fn` for training True and False with the right folding.
-
-        `fn(*args, training)` must call `self.call`; returns the
-        `tf.function` with both concrete functions traced.
-        """
-        function = tf.function(fn)
-        try:
-            self.backbone.unfold_positional_bias()
-            function.get_concrete_function(*specs, training=True)
-            if self.seq_length is not None:
-                self.backbone.fold_positional_bias([self.seq_length])
-            function.get_concrete_function(*specs, training=False)
-            function.get_concrete_function(*specs)
-        finally:
-            self.backbone.unfold_positional_bias()
-        return function
-
-    def traced_inference(self, fn, *specs):
-        """Like `traced`, for a function without a `training` argument."""
-        function = tf.function(fn, input_signature=list(specs))
-        try:
-            if self.seq_length is not None:
-                self.backbone.fold_positional_bias([self.seq_length])
-            function.get_concrete_function()
-        finally:
-            self.backbone.unfold_positional_bias()
-        return function
 
 
 def _flat_outputs(outputs):
@@ -152,7 +136,8 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         `call_training(inputs)` (the same with training False/True, for
         `keras.layers.TFSMLayer`); `variables`, `trainable_variables`,
         `regularization_losses`; and a flat `serving_default` signature
-        (`encoder_outputs_<i>`) in `.signatures_to_save`.
+        (`encoder_outputs_<i>`) in `.signatures_to_save`. Build and save it
+        inside `export_lib.folded_positional_bias(backbone, [seq_length])`.
     """
     functions = EncoderFunctions(
         backbone, seq_length if fold_positional_bias else None
@@ -165,18 +150,21 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         v.value for v in functions.model.trainable_variables
     ]
     root.regularization_losses = []
-    root.__call__ = functions.traced(
-        lambda inputs, training=False: functions.call(inputs, training), specs
+    root.__call__ = tf.function(
+        lambda inputs, training=False: functions.call(inputs, training)
     )
-    root.serve = functions.traced_inference(
-        lambda inputs: functions.call(inputs, False), specs
+    # TF Hub's reusable SavedModel API: traced for both training values.
+    for training in (True, False):
+        root.__call__.get_concrete_function(specs, training=training)
+    root.__call__.get_concrete_function(specs)
+    root.serve = tf.function(
+        lambda inputs: functions.call(inputs, False), input_signature=[specs]
     )
     root.call_training = tf.function(
         lambda inputs: functions.call(inputs, True), input_signature=[specs]
     )
-    root.call_training.get_concrete_function()
     root.signatures_to_save = {
-        "serving_default": functions.traced_inference(
+        "serving_default": tf.function(
             lambda input_word_ids, input_mask, input_type_ids: _flat_outputs(
                 functions.call(
                     {"input_word_ids": input_word_ids,
@@ -185,7 +173,7 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
                     False,
                 )
             ),
-            *specs.values(),
+            input_signature=list(specs.values()),
         )
     }
     return root
@@ -210,10 +198,12 @@ def export_hub_encoder(backbone, export_dir, seq_length=128, overwrite=False,
                        "input_type_ids": types})
     ```
     """
-    root = build_hub_encoder(backbone, seq_length, fold_positional_bias)
-    signatures = root.signatures_to_save
-    del root.signatures_to_save
-    with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir:
+    folded = [seq_length] if fold_positional_bias else []
+    with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir, \
+            export_lib.folded_positional_bias(backbone, folded):
+        root = build_hub_encoder(backbone, seq_length, fold_positional_bias)
+        signatures = root.signatures_to_save
+        del root.signatures_to_save
         tf.saved_model.save(root, tmp_dir, signatures=signatures)
         export_lib.write_export_metadata(
             tmp_dir, format="hub_encoder", seq_length=seq_length,

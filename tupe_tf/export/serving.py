@@ -65,8 +65,7 @@ def _backbone_head(backbone):
     return head
 
 
-def build_serving_module(preset, packer, seq_length=128, text_fields=None,
-                         fold_positional_bias=True):
+def build_serving_module(preset, packer, seq_length=128, text_fields=None):
     """The object saved by `export_serving`.
 
     Args:
@@ -74,13 +73,13 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None,
         packer: a `BertTextPacker` configured like the preset's tokenizer.
         seq_length: int. Packed length.
         text_fields: one or two input names.
-        fold_positional_bias: bool. Fold the position bias at `seq_length`.
 
     Returns:
         `(root, signatures)`: a trackable with `serve(inputs)` (a dict of
         `[batch]` string tensors keyed by `text_fields`) and `variables`,
         and the `serving_default` signature taking the fields as named
-        string inputs.
+        string inputs (the dict's TensorSpec names). Build and save them
+        inside `export_lib.folded_positional_bias(backbone, [seq_length])`.
     """
     text_fields = check_text_fields(text_fields)
     if preset.classifier is not None:
@@ -111,14 +110,7 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None,
     root.trainable_variables = []
     root.regularization_losses = []
     serve = tf.function(serve_dict, input_signature=[specs])
-    backbone = preset.backbone
-    try:
-        if fold_positional_bias:
-            backbone.fold_positional_bias([seq_length])
-        # The dict's TensorSpec names become the signature's input names.
-        signature_function = serve.get_concrete_function()
-    finally:
-        backbone.unfold_positional_bias()
+    signature_function = serve.get_concrete_function()
     root.serve = serve
     return root, {"serving_default": signature_function}
 
@@ -154,10 +146,12 @@ def export_serving(preset, export_dir, seq_length=128, text_fields=None,
     text_fields = check_text_fields(text_fields)
     with tempfile.TemporaryDirectory() as vocab_dir:
         packer = text_packer_from_tokenizer(preset.tokenizer, vocab_dir)
-        root, signatures = build_serving_module(
-            preset, packer, seq_length, text_fields, fold_positional_bias
-        )
-        with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir:
+        folded = [seq_length] if fold_positional_bias else []
+        with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir, \
+                export_lib.folded_positional_bias(preset.backbone, folded):
+            root, signatures = build_serving_module(
+                preset, packer, seq_length, text_fields
+            )
             tf.saved_model.save(root, tmp_dir, signatures=signatures)
             export_lib.write_export_metadata(
                 tmp_dir, format="serving", seq_length=seq_length,
