@@ -12,8 +12,12 @@ Results go to <output_dir>/<task>/results.json.
 """
 
 import json
+import logging
 import os
 import sys
+
+# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app
 from absl import flags
@@ -80,12 +84,14 @@ def config_from_flags():
 
 def main(argv):
     del argv
+    # TF's own INFO lines (e.g. on every checkpoint) would break the progress bar.
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
     config = config_from_flags()
     from tupe_tf.training.finetune import run_glue
 
     try:
         results = run_glue(config)
-    except (ValueError, FileNotFoundError) as error:
+    except config_lib.InvalidInputError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
     print(f"\nGLUE {results['task']}: best learning rate {results['best_learning_rate']}")

@@ -11,8 +11,12 @@ See docs/training.md for every flag, multi-worker and TPU runs.
 """
 
 import json
+import logging
 import os
 import sys
+
+# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app
 from absl import flags
@@ -74,7 +78,7 @@ flags.DEFINE_integer("num_cpu_devices", None, "Logical CPU devices for --strateg
 # Outputs.
 flags.DEFINE_string("model_dir", None, "Checkpoints, logs, preset (default: <work_dir>/model).")
 flags.DEFINE_integer("save_every", 200, "Checkpoint interval in steps.")
-flags.DEFINE_integer("eval_every", 0, "Evaluation interval in steps (multiple of --save_every; 0: end only).")
+flags.DEFINE_integer("eval_every", 1000, "Evaluation interval in steps, rounded up to a multiple of --save_every (0: end only).")
 flags.DEFINE_integer("eval_steps", 20, "Batches per evaluation.")
 flags.DEFINE_integer("log_every", 20, "TensorBoard interval in steps.")
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.")
@@ -142,17 +146,23 @@ def config_from_flags():
 
 def main(argv):
     del argv
+    # TF's own INFO lines (e.g. on every checkpoint) would break the progress bar.
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
     config = config_from_flags()
     # Imported after flag parsing: TensorFlow starts here, after which the
     # CPU can no longer be split into logical devices.
+    from tupe_tf.training.callbacks import NonFiniteLossError
     from tupe_tf.training.pretrain import run_pretraining
 
     try:
         result = run_pretraining(config)
-    except ValueError as error:
+    except config_lib.InvalidInputError as error:
         # Bad input is refused before training: one clear line, no traceback.
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
+    except NonFiniteLossError as error:
+        print(f"ERROR: {error}", file=sys.stderr)
+        return 3
     results = result.results
     print("\nPre-training finished.")
     print(json.dumps(results["eval"], indent=2))

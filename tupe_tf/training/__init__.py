@@ -8,14 +8,16 @@ from tupe_tf.training.callbacks import NonFiniteLossError
 from tupe_tf.training.callbacks import NonFiniteLossGuard
 from tupe_tf.training.callbacks import TrainingLogger
 from tupe_tf.training.config import GLUE_TASKS
-from tupe_tf.training.config import MODEL_SIZES
 from tupe_tf.training.config import GlueConfig
+from tupe_tf.training.config import InvalidInputError
+from tupe_tf.training.config import MODEL_SIZES
 from tupe_tf.training.config import ModelConfig
 from tupe_tf.training.config import OptimizerConfig
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.config import RuntimeConfig
 from tupe_tf.training.distribution import configure_logical_cpus
 from tupe_tf.training.distribution import create_strategy
+from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.training.optimization import WarmupLinearDecay
 from tupe_tf.training.optimization import create_optimizer

@@ -175,5 +175,5 @@ class CheckpointSaver(keras.callbacks.Callback):
         ):
             return self.checkpoint_manager.latest_checkpoint
         path = self.checkpoint_manager.save(checkpoint_number=step)
-        logging.info("Saved checkpoint %s", path)
+        logging.debug("Saved checkpoint %s", path)
         return path

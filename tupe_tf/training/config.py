@@ -10,6 +10,10 @@ import os
 from typing import Optional
 from typing import Sequence
 
+class InvalidInputError(ValueError):
+    """Bad flags or files, found before training starts (nothing written)."""
+
+
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
 # compact ones). `tiny` is the few-minute CPU model.
 MODEL_SIZES = {
@@ -219,8 +223,8 @@ class PretrainConfig:
         global_batch_size: examples per step summed over all replicas.
         num_train_steps: optimizer steps in total (including resumed ones).
         save_every: checkpoint interval in steps (also the Keras "epoch").
-        eval_every: evaluation interval in steps (a multiple of `save_every`;
-            0 evaluates only at the end).
+        eval_every: evaluation interval in steps, rounded up to a multiple
+            of `save_every` (0: evaluate only at the end).
         eval_steps: batches per evaluation.
         log_every: TensorBoard scalar interval in steps.
         keep_checkpoints: checkpoints kept on disk.
@@ -241,7 +245,7 @@ class PretrainConfig:
     global_batch_size: int = 32
     num_train_steps: int = 2000
     save_every: int = 200
-    eval_every: int = 0
+    eval_every: int = 1000
     eval_steps: int = 20
     log_every: int = 20
     keep_checkpoints: int = 3

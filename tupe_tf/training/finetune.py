@@ -20,6 +20,7 @@ from absl import logging
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
+from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.optimization import create_optimizer
 
 
@@ -211,19 +212,26 @@ def run_glue(config: GlueConfig):
     from data_pipeline import glue
 
     config = dataclasses.replace(config)
-    task = validate_glue_config(config)
-    strategy = distribution.create_strategy(
-        config.runtime.strategy,
-        tpu=config.runtime.tpu,
-        num_cpu_devices=config.runtime.num_cpu_devices,
-    )
-    train = glue.load_glue(
-        task.name, "train", config.glue_dir, config.tfds_data_dir, config.max_train_examples
-    )
-    eval_splits = [
-        glue.load_glue(task.name, split, config.glue_dir, config.tfds_data_dir, config.max_eval_examples)
-        for split in task.eval_splits
-    ]
+    try:
+        strategy = distribution.create_strategy(
+            config.runtime.strategy,
+            tpu=config.runtime.tpu,
+            num_cpu_devices=config.runtime.num_cpu_devices,
+        )
+        task = validate_glue_config(config)
+        train = glue.load_glue(
+            task.name, "train", config.glue_dir, config.tfds_data_dir, config.max_train_examples
+        )
+        eval_splits = [
+            glue.load_glue(
+                task.name, split, config.glue_dir, config.tfds_data_dir, config.max_eval_examples
+            )
+            for split in task.eval_splits
+        ]
+    except InvalidInputError:
+        raise
+    except (ValueError, FileNotFoundError) as error:
+        raise InvalidInputError(str(error)) from error
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
     runs = []

@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 
 import keras
 import tensorflow as tf
@@ -26,6 +27,7 @@ from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
 from tupe_tf.training.callbacks import TrainingLogger
 from tupe_tf.training.callbacks import global_step
+from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.training.optimization import create_optimizer
@@ -95,12 +97,10 @@ def validate_config(config, strategy=None):
     for flag in ("num_train_steps", "save_every", "eval_steps", "log_every"):
         if getattr(config, flag) <= 0:
             raise ValueError(f"--{flag}={getattr(config, flag)} must be positive.")
-    if config.eval_every < 0 or (
-        config.eval_every and config.eval_every % config.save_every
-    ):
+    if config.eval_every < 0:
         raise ValueError(
-            f"--eval_every={config.eval_every} must be 0 (evaluate at the end "
-            f"only) or a multiple of --save_every={config.save_every}."
+            f"--eval_every={config.eval_every} must be >= 0 (0: evaluate at "
+            "the end only)."
         )
     config.optimizer.resolve_warmup_steps(config.num_train_steps)
     check_model_dir_writable(config.model_dir)
@@ -305,7 +305,7 @@ def run_pretraining(config: PretrainConfig):
         A `PretrainingResult`.
 
     Raises:
-        ValueError: bad input, before training starts.
+        InvalidInputError: (a `ValueError`) bad input, before training starts.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -317,21 +317,26 @@ def run_pretraining(config: PretrainConfig):
     """
     config = dataclasses.replace(config)
     runtime = config.runtime
-    # The strategy comes first: logical CPU devices must be configured
-    # before anything (including the data checks) initialises TF.
-    strategy = distribution.create_strategy(
-        runtime.strategy, tpu=runtime.tpu, num_cpu_devices=runtime.num_cpu_devices
-    )
-    if not config.train_files:
-        from tupe_tf.training import default_data
-
-        data = default_data.prepare_default_data(
-            config.work_dir, seq_length=config.seq_length
+    try:
+        # The strategy comes first: logical CPU devices must be configured
+        # before anything (including the data checks) initialises TF.
+        strategy = distribution.create_strategy(
+            runtime.strategy, tpu=runtime.tpu, num_cpu_devices=runtime.num_cpu_devices
         )
-        config.train_files = data.train_files
-        config.eval_files = data.eval_files
-        config.vocab_file = data.vocab_file
-    validate_config(config, strategy)
+        if not config.train_files:
+            from tupe_tf.training import default_data
+
+            data = default_data.prepare_default_data(
+                config.work_dir, seq_length=config.seq_length
+            )
+            config.train_files = data.train_files
+            config.eval_files = data.eval_files
+            config.vocab_file = data.vocab_file
+        validate_config(config, strategy)
+    except InvalidInputError:
+        raise
+    except ValueError as error:
+        raise InvalidInputError(str(error)) from error
     train_files = _expand_patterns(config.train_files, "--train_files")
     eval_files = _expand_patterns(config.eval_files, "--eval_files")
     chief = distribution.is_chief(strategy)
@@ -343,6 +348,10 @@ def run_pretraining(config: PretrainConfig):
         # Same seed, same initial weights (and dropout streams) on every
         # worker and every rerun.
         keras.utils.set_random_seed(config.seed)
+        # The masked LM does not use the pooler, so it gets no gradient.
+        warnings.filterwarnings(
+            "ignore", message=r"Gradients do not exist for variables \['pooled_dense"
+        )
         with strategy.scope():
             model = build_masked_lm(config, vocabulary_size)
             compile_masked_lm(model, config)
@@ -368,7 +377,11 @@ def run_pretraining(config: PretrainConfig):
             )
         verbose = config.verbose if chief else 0
         per_replica = distribution.per_replica_batch_size(config.global_batch_size, strategy)
-        eval_every_epochs = config.eval_every // config.save_every if config.eval_every else 0
+        # Evaluation runs at checkpoint boundaries: the first one at or after
+        # every `eval_every` steps.
+        eval_every_epochs = (
+            -(-config.eval_every // config.save_every) if config.eval_every else 0
+        )
 
         def train_data(skip):
             if multi_worker:
