@@ -1,4 +1,4 @@
-"""BERT masked-LM masking: static (numpy, at shard-building time) and dynamic
+"""BERT masked-LM masking: static (numpy, vectorized, at shard-building time) and dynamic
 (TensorFlow, vectorized over a batch, stateless random numbers).
 
 Both follow the same rule. Candidates are the real tokens that are not special
@@ -35,54 +35,64 @@ def replacement_ids(vocab_size, special_token_ids):
   return ids
 
 
-def mask_sequence_numpy(token_ids, rng, *, mask_rate, max_predictions,
-                        mask_id, special_token_ids, replacement_id_array):
-  """Statically masks one sequence (numpy).
+def mask_batch_numpy(token_ids, lengths, rng, *, mask_rate, max_predictions,
+                     mask_id, is_special_table, replacement_id_array):
+  """Statically masks a padded batch (numpy, vectorized).
+
+  Same rule as `mask_batch`, with a seeded `numpy.random.Generator`.
 
   Args:
-    token_ids: 1-D int array, the unpadded sequence.
+    token_ids: int `[B, S]`, padded.
+    lengths: int `[B]`, real lengths.
     rng: a `numpy.random.Generator`.
     mask_rate: fraction of candidates to mask.
-    max_predictions: number of prediction slots.
+    max_predictions: `P`, prediction slots (`P <= S`).
     mask_id: id of `[MASK]`.
-    special_token_ids: array of ids that are never masked.
+    is_special_table: bool `[vocab_size]`, true for never-masked ids.
     replacement_id_array: ids used for random replacements.
 
   Returns:
-    `(masked_ids, positions, label_ids, weights)`: the masked sequence (same
-    length) and three arrays of length `max_predictions`.
+    `(masked [B,S], positions [B,P], label_ids [B,P], weights float32 [B,P])`.
 
   Example:
   >>> rng = np.random.default_rng(0)
-  >>> ids = np.array([2, 10, 11, 12, 13, 3])
-  >>> out = mask_sequence_numpy(ids, rng, mask_rate=0.15, max_predictions=2,
-  ...     mask_id=4, special_token_ids=np.array([0, 1, 2, 3, 4]),
+  >>> ids = np.array([[2, 10, 11, 12, 13, 3]])
+  >>> table = np.zeros([20], bool); table[:5] = True
+  >>> out = mask_batch_numpy(ids, np.array([6]), rng, mask_rate=0.15,
+  ...     max_predictions=2, mask_id=4, is_special_table=table,
   ...     replacement_id_array=np.arange(5, 20))
-  >>> int(out[3].sum())
-  1
+  >>> out[3].tolist()
+  [[1.0, 0.0]]
   """
   token_ids = np.asarray(token_ids)
-  candidates = np.flatnonzero(~np.isin(token_ids, special_token_ids))
-  count = num_to_mask(len(candidates), mask_rate, max_predictions)
-  positions = np.zeros([max_predictions], np.int64)
-  label_ids = np.zeros([max_predictions], np.int64)
-  weights = np.zeros([max_predictions], np.float32)
+  batch, seq_length = token_ids.shape
+  real = np.arange(seq_length)[np.newaxis, :] < np.asarray(lengths)[:, None]
+  candidate = real & ~is_special_table[token_ids]
+  num_candidates = candidate.sum(axis=1)
+  count = np.minimum(max_predictions, np.maximum(
+      1, np.floor(mask_rate * num_candidates + 0.5).astype(np.int64)))
+  count[num_candidates == 0] = 0
+  scores = rng.random((batch, seq_length))
+  scores[~candidate] = -1.0
+  # The `count` best-scored candidates: a uniform subset.
+  top = np.argsort(-scores, axis=1, kind="stable")[:, :max_predictions]
+  chosen = np.arange(max_predictions)[np.newaxis, :] < count[:, None]
+  positions = np.sort(np.where(chosen, top, seq_length), axis=1)
+  chosen = positions < seq_length
+  positions = np.where(chosen, positions, 0)
+  originals = np.take_along_axis(token_ids, positions, axis=1)
+  decisions = rng.random((batch, max_predictions))
+  random_tokens = replacement_id_array[rng.integers(
+      0, len(replacement_id_array), size=(batch, max_predictions))]
+  new_values = np.where(
+      decisions < MASK_TOKEN_RATE, mask_id,
+      np.where(decisions < MASK_TOKEN_RATE + RANDOM_TOKEN_RATE,
+               random_tokens, originals))
   masked = token_ids.copy()
-  if count:
-    chosen = np.sort(rng.choice(candidates, size=count, replace=False))
-    decisions = rng.random(count)
-    random_tokens = replacement_id_array[
-        rng.integers(0, len(replacement_id_array), size=count)]
-    originals = token_ids[chosen]
-    new_values = np.where(
-        decisions < MASK_TOKEN_RATE, mask_id,
-        np.where(decisions < MASK_TOKEN_RATE + RANDOM_TOKEN_RATE,
-                 random_tokens, originals))
-    masked[chosen] = new_values
-    positions[:count] = chosen
-    label_ids[:count] = originals
-    weights[:count] = 1.0
-  return masked, positions, label_ids, weights
+  rows = np.nonzero(chosen)[0]
+  masked[rows, positions[chosen]] = new_values[chosen]
+  return (masked, positions, np.where(chosen, originals, 0),
+          chosen.astype(np.float32))
 
 
 def mask_batch(token_ids, padding_mask, seed, *, mask_rate, max_predictions,

@@ -357,38 +357,59 @@ def _dynamic_examples(tf, sequences):
     yield example.SerializeToString(deterministic=True)
 
 
-def _static_examples(tf, sequences, config, vocabulary):
-  """Model Garden schema, padded to max_seq_length / max_predictions."""
+def _chunks(sequences, size):
+  chunk = []
+  for ids in sequences:
+    chunk.append(ids)
+    if len(chunk) == size:
+      yield chunk
+      chunk = []
+  if chunk:
+    yield chunk
+
+
+def _static_examples(tf, sequences, config, vocabulary, chunk_size=256):
+  """Model Garden schema, padded to max_seq_length / max_predictions.
+
+  Sequences are masked in chunks (vectorized numpy); each sequence's
+  `dupe_factor` copies are written one after the other.
+  """
   rng = np.random.default_rng(config.seed)
-  special_ids = np.array(vocabulary.special_token_ids, np.int32)
+  is_special_table = np.zeros([vocabulary.size], bool)
+  is_special_table[list(vocabulary.special_token_ids)] = True
   replacement = masking.replacement_ids(vocabulary.size,
                                         vocabulary.special_token_ids)
   seq_len = config.max_seq_length
   pad = vocabulary.special_ids.pad
   example = tf.train.Example()
   feature = example.features.feature
-  int_lists = {name: feature[name].int64_list.value for name in (
-      "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-      "masked_lm_ids")}
+  int_lists = [feature[name].int64_list.value for name in (
+      "input_ids", "input_mask", "masked_lm_positions", "masked_lm_ids")]
   weight_list = feature["masked_lm_weights"].float_list.value
   feature["segment_ids"].int64_list.value.extend([0] * seq_len)
   feature["next_sentence_labels"].int64_list.value.append(0)
-  for ids in sequences:
-    length = len(ids)
-    input_mask = [1] * length + [0] * (seq_len - length)
+  for chunk in _chunks(sequences, chunk_size):
+    lengths = np.array([len(ids) for ids in chunk])
+    token_ids = np.full([len(chunk), seq_len], pad, np.int64)
+    for row, ids in enumerate(chunk):
+      token_ids[row, :len(ids)] = ids
+    input_mask = (np.arange(seq_len)[np.newaxis, :] <
+                  lengths[:, None]).astype(np.int64).tolist()
+    copies = []
     for _ in range(config.dupe_factor):
-      masked, positions, label_ids, weights = masking.mask_sequence_numpy(
-          ids, rng, mask_rate=config.mask_rate,
+      masked, positions, label_ids, weights = masking.mask_batch_numpy(
+          token_ids, lengths, rng, mask_rate=config.mask_rate,
           max_predictions=config.max_predictions_per_seq,
           mask_id=vocabulary.special_ids.mask,
-          special_token_ids=special_ids, replacement_id_array=replacement)
-      for name, value in (
-          ("input_ids", masked.tolist() + [pad] * (seq_len - length)),
-          ("input_mask", input_mask),
-          ("masked_lm_positions", positions.tolist()),
-          ("masked_lm_ids", label_ids.tolist())):
-        del int_lists[name][:]
-        int_lists[name].extend(value)
-      del weight_list[:]
-      weight_list.extend(weights.tolist())
-      yield example.SerializeToString(deterministic=True)
+          is_special_table=is_special_table, replacement_id_array=replacement)
+      copies.append((masked.tolist(), positions.tolist(), label_ids.tolist(),
+                     weights.tolist()))
+    for row in range(len(chunk)):
+      for masked, positions, label_ids, weights in copies:
+        for values, new in zip(int_lists, (masked[row], input_mask[row],
+                                           positions[row], label_ids[row])):
+          del values[:]
+          values.extend(new)
+        del weight_list[:]
+        weight_list.extend(weights[row])
+        yield example.SerializeToString(deterministic=True)

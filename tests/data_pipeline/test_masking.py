@@ -67,25 +67,6 @@ def test_replacement_ids_exclude_specials():
   assert ids.tolist() == [1, 2, 4, 5, 6, 7, 8]
 
 
-def test_static_numpy_masking_statistics():
-  rng = np.random.default_rng(0)
-  original = _batch(rng)
-  padding = (original != PAD).astype(np.int32)
-  masked = original.copy()
-  p = 30
-  positions = np.zeros([len(original), p], np.int64)
-  labels = np.zeros_like(positions)
-  weights = np.zeros([len(original), p], np.float32)
-  mrng = np.random.default_rng(1)
-  for b in range(len(original)):
-    n = int(padding[b].sum())
-    out = masking.mask_sequence_numpy(
-        original[b, :n], mrng, mask_rate=0.15, max_predictions=p,
-        mask_id=MASK, special_token_ids=SPECIAL, replacement_id_array=REPLACEMENT)
-    masked[b, :n], positions[b], labels[b], weights[b] = out
-  _check_stats(original, masked, positions, labels, weights, padding)
-
-
 def _tf_mask(ids, seed, p=30):
   is_special = np.zeros([VOCAB_SIZE], bool)
   is_special[SPECIAL] = True
@@ -124,3 +105,21 @@ def test_max_predictions_caps_and_short_rows():
 def test_max_predictions_larger_than_sequence_is_an_error():
   with pytest.raises(ValueError, match="max_predictions_per_seq"):
     _tf_mask(np.zeros([1, 4], np.int32), [0, 0], p=5)
+
+
+def test_static_batched_numpy_masking_statistics():
+  original = _batch(np.random.default_rng(6), batch=512)
+  padding = (original != PAD).astype(np.int32)
+  is_special = np.zeros([VOCAB_SIZE], bool)
+  is_special[SPECIAL] = True
+  out = masking.mask_batch_numpy(
+      original, padding.sum(1), np.random.default_rng(7), mask_rate=0.15,
+      max_predictions=30, mask_id=MASK, is_special_table=is_special,
+      replacement_id_array=REPLACEMENT)
+  _check_stats(original, *out, padding)
+  again = masking.mask_batch_numpy(
+      original, padding.sum(1), np.random.default_rng(7), mask_rate=0.15,
+      max_predictions=30, mask_id=MASK, is_special_table=is_special,
+      replacement_id_array=REPLACEMENT)
+  for x, y in zip(out, again):
+    np.testing.assert_array_equal(x, y)

@@ -127,11 +127,19 @@ def test_static_shards_model_garden_schema(static_shards, vocab_file):
   assert not np.isin(labels[weights > 0], vocab.special_token_ids).any()
   frac_mask = np.mean(at_positions[weights > 0] == vocab.special_ids.mask)
   assert 0.65 < frac_mask < 0.95
-  # dupe_factor=2: each packed sequence twice, with different masks.
+  # dupe_factor=2: each packed sequence twice in a row, with other masks.
   unmasked = parsed["input_ids"].copy()
   unmasked[rows, parsed["masked_lm_positions"]] = np.where(
       weights > 0, labels, unmasked[rows, parsed["masked_lm_positions"]])
+  counts = [s["examples"] for s in manifest["shards"]]
+  starts = np.cumsum([0] + counts[:-1])
+  order = [starts[i % 3] + i // 3 for i in range(n)]  # undo round-robin
+  unmasked = unmasked[order]
+  masked = parsed["input_ids"][order]
   assert n % 2 == 0
+  np.testing.assert_array_equal(unmasked[0::2], unmasked[1::2])
+  assert np.mean(np.any(masked[0::2] != masked[1::2], axis=1)) > 0.9
+  assert len({tuple(r) for r in unmasked}) == n // 2
 
 
 def test_model_garden_loader_reads_static_shards(static_shards):
