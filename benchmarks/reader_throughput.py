@@ -47,6 +47,7 @@ def main():
         overwrite=True))
   manifest = data_pipeline.read_manifest(shard_dir)
 
+  load_before = os.getloadavg()
   results = {}
   for deterministic in (False, True):
     ds = data_pipeline.pretraining_dataset(
@@ -76,6 +77,8 @@ def main():
         f"{manifest['stats']['fill_ratio']:.3f}), repeated")
   print(f"| mode | seq/s |\n|---|---|\n| default | {results[False]:,.0f} |\n"
         f"| deterministic | {results[True]:,.0f} |")
+  print("Machine load average (1 min) before/after: "
+        f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}")
   print("Target: >= 3,000 seq/s.")
   print("Reproduce: python benchmarks/reader_throughput.py " +
         " ".join(sys.argv[1:]))

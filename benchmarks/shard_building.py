@@ -136,6 +136,7 @@ def main():
             "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
             "--do_whole_word_mask=false", "--random_seed=12345"], out_file
 
+  load_before = os.getloadavg()
   runs = []
   tokens = {}
   # Interleaved, so that machine load hits both tools alike.
@@ -176,6 +177,9 @@ def main():
           flush=True)
 
   print()
+  print("Machine load average (1 min) before/after: "
+        f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
+        "(other processes share the cores: wall times include waiting)")
   print(f"Shard building, {datetime.date.today()}, {os.cpu_count()} cores, "
         f"max_seq_length=128, dupe_factor=1, vocab "
         f"{sum(1 for _ in open(vocab_file))} tokens (lowercase)")
