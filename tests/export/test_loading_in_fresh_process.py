@@ -1,0 +1,78 @@
+"""Exports load in a fresh process and match the in-memory model.
+
+Each check runs `fresh_process_checks.py` in a new interpreter (nothing
+cached from the exporting process), once with Keras 3 and once with tf-keras
+(`tensorflow_hub.KerasLayer`).
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.export.conftest import SEQ_LENGTH
+from tests.export.conftest import TEXTS_A
+from tests.export.conftest import TEXTS_B
+from tests.export.conftest import backbone_inputs
+from tests.export.conftest import encoder_inputs
+from tests.export.conftest import in_memory_encoder_outputs
+from tests.export.conftest import in_memory_packed
+
+CHECKS = os.path.join(os.path.dirname(__file__), "fresh_process_checks.py")
+
+
+@pytest.fixture(scope="module")
+def reference(exports):
+    """In-memory results and export paths, saved for the subprocess."""
+    backbone = exports.classifier.backbone
+    pair = encoder_inputs(in_memory_packed(exports.classifier_preprocessor,
+                                           TEXTS_A, TEXTS_B))
+    single = encoder_inputs(in_memory_packed(exports.classifier_preprocessor,
+                                             TEXTS_A))
+    outputs = in_memory_encoder_outputs(backbone, pair)
+    ref = {
+        "encoder": exports.encoder,
+        "preprocessor": exports.preprocessor,
+        "serving": exports.serving_pair,
+        "texts_a": np.array(TEXTS_A),
+        "texts_b": np.array(TEXTS_B),
+        "seq_length": SEQ_LENGTH,
+        "num_layers": backbone.num_layers,
+        "num_trainable": len(backbone.trainable_weights),
+        "pooled_output": outputs["pooled_output"],
+        "sequence_output": outputs["sequence_output"],
+        "logits": np.asarray(exports.classifier(backbone_inputs(pair))),
+        "single_pooled_output": in_memory_encoder_outputs(
+            backbone, single)["pooled_output"],
+        **pair,
+        **{f"single_{name}": t for name, t in single.items()},
+        **{f"encoder_outputs_{i}": t
+           for i, t in enumerate(outputs["encoder_outputs"])},
+    }
+    path = os.path.join(exports.root, "reference.npz")
+    np.savez(path, **ref)
+    return path
+
+
+def _run(mode, reference):
+    env = dict(os.environ)
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    result = subprocess.run(
+        [sys.executable, CHECKS, mode, reference], capture_output=True,
+        text=True, timeout=300, env=env,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(CHECKS))))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return [line for line in result.stdout.splitlines()
+            if line.startswith("OK ")]
+
+
+def test_keras3_saved_model_load_tfsm_layer_and_hub_load(reference):
+    passed = _run("keras3", reference)
+    assert len(passed) == 8, passed
+
+
+def test_tf_keras_hub_keras_layer_trainable(reference):
+    passed = _run("tf_keras", reference)
+    assert len(passed) == 3, passed
