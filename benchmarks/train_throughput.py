@@ -47,16 +47,21 @@ flags.DEFINE_boolean("settings", True, "Also measure XLA / steps_per_execution /
 
 
 class _EpochTimer:
-    """Times the steps of one fit epoch, excluding fit's own start-up."""
+    """Times the steps of one fit epoch, excluding fit's own start-up.
+
+    Records wall time and this process's CPU time (all threads): on a shared
+    machine the CPU time per step is much less sensitive to other processes.
+    """
 
     def __init__(self):
         import keras
 
         class Timer(keras.callbacks.Callback):
             def on_train_batch_end(inner, batch, logs=None):
+                now = (time.perf_counter(), time.process_time(), batch)
                 if inner.first is None:
-                    inner.first = (time.perf_counter(), batch)
-                inner.last = (time.perf_counter(), batch)
+                    inner.first = now
+                inner.last = now
 
             def on_epoch_begin(inner, epoch, logs=None):
                 inner.first = None
@@ -64,9 +69,10 @@ class _EpochTimer:
 
         self.callback = Timer()
 
-    def steps_per_second(self):
-        (t0, b0), (t1, b1) = self.callback.first, self.callback.last
-        return (b1 - b0) / (t1 - t0)
+    def rates(self):
+        """(steps per wall second, steps per CPU second)."""
+        (w0, c0, b0), (w1, c1, b1) = self.callback.first, self.callback.last
+        return (b1 - b0) / (w1 - w0), (b1 - b0) / (c1 - c0)
 
 
 def main(argv):
@@ -133,9 +139,9 @@ def main(argv):
         return model, []
 
     def measure(entries):
-        """Interleaved rounds; returns {name: [sequences/s per round]}."""
+        """Interleaved rounds; returns {name: {"wall"|"cpu": [sequences/s]}}."""
         timers = {name: _EpochTimer() for name in entries}
-        results = {name: [] for name in entries}
+        results = {name: {"wall": [], "cpu": []} for name in entries}
         for name, (model, callbacks, dataset, spe) in entries.items():
             # Warm-up: tracing and compilation are not throughput.
             model.fit(dataset, steps_per_epoch=2 * spe, epochs=1, verbose=0, callbacks=callbacks)
@@ -146,10 +152,13 @@ def main(argv):
                     dataset, steps_per_epoch=steps, epochs=1, verbose=0,
                     callbacks=callbacks + [timers[name].callback],
                 )
-                # Each timed batch-end covers `spe` steps.
-                results[name].append(timers[name].steps_per_second() * batch * spe)
+                # Batch indices count steps, so this is steps (not executions).
+                wall, cpu = timers[name].rates()
+                results[name]["wall"].append(wall * batch)
+                results[name]["cpu"].append(cpu * batch)
             print(f"round {round_index + 1}/{FLAGS.rounds}: " + ", ".join(
-                f"{name} {values[-1]:.1f}" for name, values in results.items()), flush=True)
+                f"{name} {values['wall'][-1]:.1f}/{values['cpu'][-1]:.1f}"
+                for name, values in results.items()), flush=True)
         return results
 
     report = {
@@ -187,25 +196,33 @@ def main(argv):
         settings = measure(entries)
 
     def row(name, values, base):
-        median = statistics.median(values)
-        ratio = f"{median / base:.3f}" if base else ""
-        spread = f"{min(values):.1f}-{max(values):.1f}"
-        return f"| {name} | {median:.1f} | {spread} | {ratio} |"
+        wall = statistics.median(values["wall"])
+        cpu = statistics.median(values["cpu"])
+        return (
+            f"| {name} | {wall:.1f} | {min(values['wall']):.1f}-{max(values['wall']):.1f} | "
+            f"{wall / base['wall']:.3f} | {cpu:.1f} | {cpu / base['cpu']:.3f} |"
+        )
 
-    base = statistics.median(comparison["bert_masked_lm"])
+    def medians(values):
+        return {k: statistics.median(v) for k, v in values.items()}
+
+    header = (
+        "| {} | seq/s wall (median) | wall range | wall ratio | seq per CPU-s (median) | CPU ratio |\n"
+        "| --- | --- | --- | --- | --- | --- |"
+    )
+    base = medians(comparison["bert_masked_lm"])
     lines = [
         f"Throughput, {FLAGS.model_size} (seq {FLAGS.seq_length}, batch {batch}), "
-        f"{report['date']}, {os.cpu_count()} CPUs, median of {FLAGS.rounds} rounds of "
-        f"{FLAGS.steps_per_round} steps",
+        f"{report['date']}, {os.cpu_count()} CPUs, load average at start "
+        f"{report['load_average_at_start'][0]:.1f}, median of {FLAGS.rounds} interleaved "
+        f"rounds of {FLAGS.steps_per_round} steps; ratios vs the first row",
         "",
-        "| setup | sequences/s (median) | range | vs bert_masked_lm |",
-        "| --- | --- | --- | --- |",
+        header.format("setup (same cached batches)"),
     ]
     lines += [row(name, values, base) for name, values in comparison.items()]
     if settings:
-        default = statistics.median(settings["jit=False,spe=1,cached"])
-        lines += ["", "| setting (tupe-r) | sequences/s (median) | range | vs jit=False,spe=1,cached |",
-                  "| --- | --- | --- | --- |"]
+        default = medians(settings["jit=False,spe=1,cached"])
+        lines += ["", header.format("setting (tupe-r)")]
         lines += [row(name, values, default) for name, values in settings.items()]
     table = "\n".join(lines)
     print(table)

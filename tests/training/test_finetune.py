@@ -131,3 +131,34 @@ def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
     )
     assert results["num_train_examples"] == 256
     assert -1.0 <= results["best"]["validation"]["matthews_corrcoef"] <= 1.0
+
+
+def test_regression_and_three_way_tasks_run(tmp_path, tiny_preset):
+    """STS-B (regression head, Pearson/Spearman) and MNLI (3 classes, matched
+    and mismatched dev) end to end on tiny fixtures."""
+    root = tmp_path / "glue"
+    (root / "STS-B").mkdir(parents=True)
+    (root / "MNLI").mkdir()
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    rows = [f"{i}\tm\tf\t2012\t{i}\tn\tn\tthe city {i} .\tthe music {i % 3} .\t{i % 5}.0" for i in range(24)]
+    for name in ("train", "dev"):
+        (root / "STS-B" / f"{name}.tsv").write_text("\n".join([header] + rows) + "\n")
+    header = ("index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2\tlabel1\tgold_label")
+    labels = ["entailment", "neutral", "contradiction"]
+    rows = [f"{i}\t1\t1\tg\t(a)\t(b)\t(A)\t(B)\tthe war {i} .\ta school .\tx\t{labels[i % 3]}" for i in range(24)]
+    for name in ("train", "dev_matched", "dev_mismatched"):
+        (root / "MNLI" / f"{name}.tsv").write_text("\n".join([header] + rows) + "\n")
+    for task, expected in (
+        ("stsb", {"validation": {"pearson", "spearman"}}),
+        ("mnli", {"validation_matched": {"accuracy"}, "validation_mismatched": {"accuracy"}}),
+    ):
+        results = run_glue(
+            GlueConfig(
+                task=task, preset=tiny_preset, glue_dir=str(root), output_dir=str(tmp_path / "out"),
+                seq_length=16, learning_rates=[1e-3], seeds=[0], batch_size=8, num_epochs=1, verbose=0,
+            )
+        )
+        assert {k: set(v) for k, v in results["best"].items()} == expected
+        for split in results["best"].values():
+            for value in split.values():
+                assert np.isfinite(value)

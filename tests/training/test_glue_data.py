@@ -135,3 +135,20 @@ def test_shared_cola_and_sst2():
     sst2 = glue.load_glue("sst2", "train", glue_dir=SHARED_GLUE)
     assert len(cola) > 100 and set(np.unique(cola.labels)) == {0, 1}
     assert len(sst2) > 100 and set(np.unique(sst2.labels)) == {0, 1}
+
+
+@pytest.mark.parametrize("task", ["cola", "stsb", "mnli"])
+def test_tfds_path_with_mocked_data(task):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=6):
+        split_name = "validation_mismatched" if task == "mnli" else "train"
+        split = glue.load_glue(task, split_name, max_examples=4)
+    assert len(split) == 4
+    assert split.source == f"tfds:glue/{task}"
+    assert len(split.sentences) == (1 if task == "cola" else 2)
+    assert all(isinstance(s, str) for s in split.sentences[0])
+    if task == "stsb":
+        assert split.labels.dtype == np.float32
+    else:
+        assert split.labels.dtype == np.int32
+        assert split.labels.min() >= 0 and split.labels.max() < glue.get_task(task).num_classes
