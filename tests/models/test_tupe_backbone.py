@@ -444,7 +444,9 @@ def test_mixed_bfloat16(option):
     assert np.isfinite(actual).all()
     # bf16 has ~3 significant digits; outputs are LayerNorm-scaled.
     assert np.abs(actual - expected).mean() < 0.05
-    # And it trains through XLA.
+    if option != "tupe-r":
+        return
+    # And it trains through XLA (one option: XLA compiles are slow on CPU).
     mlm = keras_hub.models.BertMaskedLM(mixed, preprocessor=None)
     mlm.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
         from_logits=True), jit_compile=True)
