@@ -267,8 +267,9 @@ def load_glue_tfds(task, split, data_dir=None, max_examples=None):
 
     task = get_task(task) if isinstance(task, str) else task
     split = _check_split(task, split)
-    tfds_split = split if max_examples is None else f"{split}[:{int(max_examples)}]"
-    dataset = tfds.load(f"glue/{task.name}", split=tfds_split, data_dir=data_dir)
+    dataset = tfds.load(f"glue/{task.name}", split=split, data_dir=data_dir)
+    if max_examples is not None:
+        dataset = dataset.take(int(max_examples))
     texts = [[] for _ in task.tfds_features]
     labels = []
     for example in tfds.as_numpy(dataset):

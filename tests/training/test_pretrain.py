@@ -120,3 +120,31 @@ def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, sh
             assert np.all(np.isfinite(value)), name
     # The preset and results of the good 3-step run are untouched.
     assert json.loads((model_dir / "results.json").read_text())["global_step"] == 3
+
+
+def test_mixed_float16_trains_checkpoints_and_resumes(tmp_path, shards, vocab_file):
+    """mixed_float16 wraps AdamW in a LossScaleOptimizer; its state (and the
+    loss scale) must checkpoint and restore like the float32 path."""
+    model_dir = tmp_path / "model"
+    first = run_pretraining(
+        pretrain_config(model_dir, shards, vocab_file, num_train_steps=3, save_every=3,
+                        mixed_precision="mixed_float16")
+    )
+    assert type(first.model.optimizer).__name__ == "LossScaleOptimizer"
+    assert first.model.backbone.compute_dtype == "float16"
+    second = run_pretraining(
+        pretrain_config(model_dir, shards, vocab_file, num_train_steps=6, save_every=3,
+                        mixed_precision="mixed_float16")
+    )
+    assert second.results["resumed_from_step"] == 3
+    assert second.results["global_step"] == 6
+    assert np.isfinite(second.results["eval"]["loss"])
+    import keras
+    import tupe_tf
+
+    preset_backbone = tupe_tf.TupeBackbone.from_preset(second.results["preset_dir"])
+    assert preset_backbone.compute_dtype == "float32"
+    for restored, trained in zip(preset_backbone.weights, second.model.backbone.weights):
+        np.testing.assert_array_equal(restored.numpy(), trained.numpy())
+
+    assert keras.config.dtype_policy().name == "float32"  # restored afterwards

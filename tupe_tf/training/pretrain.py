@@ -169,7 +169,14 @@ def build_masked_lm(config, vocabulary_size):
     import tupe_tf
 
     backbone = tupe_tf.TupeBackbone(**config.model.backbone_kwargs(vocabulary_size))
-    return tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    if keras.config.dtype_policy().name.startswith("mixed"):
+        # keras-hub 0.32's MaskedLMHead (autocast=False) adds its float32 bias
+        # to float16/bfloat16 logits and fails; a float32 head works and keeps
+        # the vocabulary logits and softmax in float32, as mixed precision
+        # recommends for the output layer.
+        model.masked_lm_head.dtype_policy = keras.DTypePolicy("float32")
+    return model
 
 
 def _dummy_batch(config, batch_size=1):
@@ -458,8 +465,15 @@ def run_pretraining(config: PretrainConfig):
         import tupe_tf
 
         preset_dir = distribution.worker_dir(config.preset_dir, strategy)
+        export_model = model
+        if runtime.mixed_precision != "float32":
+            # The preset is float32, whatever the training policy was.
+            keras.config.set_dtype_policy("float32")
+            export_model = build_masked_lm(config, vocabulary_size)
+            export_model(_dummy_batch(config), training=False)
+            export_model.set_weights(model.get_weights())
         save_preset_atomically(
-            model,
+            export_model,
             preset_dir,
             lambda: tupe_tf.TupeTokenizer(vocabulary=config.vocab_file, lowercase=True),
             config.seq_length,
