@@ -101,22 +101,32 @@ def _time_models(models, batch_size, repeats):
             start = time.perf_counter()
             models[name].serve(inputs)["sequence_output"].numpy()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
+
+
+def _quartile_spread(times):
+  """Interquartile range over median: the run-to-run noise of one model."""
+  q1, _, q3 = statistics.quantiles(times, n=4)
+  return (q3 - q1) / statistics.median(times)
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   import tensorflow as tf
+  from absl import logging
 
+  logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
   command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
   with tempfile.TemporaryDirectory() as export_root:
     paths = _export_all(export_root)
     models = {name: tf.saved_model.load(path) for name, path in paths.items()}
-    results = {}
+    medians, noise = {}, {}
     for batch_size in (int(b) for b in _BATCH_SIZES.value):
       repeats = _REPEATS.value * (4 if batch_size == 1 else 1)
-      results[batch_size] = _time_models(models, batch_size, repeats)
+      times = _time_models(models, batch_size, repeats)
+      medians[batch_size] = {n: statistics.median(t) for n, t in times.items()}
+      noise[batch_size] = _quartile_spread(times["bert"])
       print(f"timed batch {batch_size} ({repeats} interleaved repeats)",
             flush=True)
 
@@ -126,7 +136,7 @@ def main(argv):
         f"{_HIDDEN_DIM.value}, {_NUM_HEADS.value} heads, intermediate "
         f"{_INTERMEDIATE_DIM.value}; tf {tf.__version__}, "
         f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M %Z')}")
-  batch_sizes = list(results)
+  batch_sizes = list(medians)
   header = f"| {'model':<20} |" + "".join(
       f" {f'batch {b} ms':>11} | vs bert |" for b in batch_sizes)
   print(header)
@@ -134,10 +144,11 @@ def main(argv):
   for name in paths:
     row = f"| {name:<20} |"
     for b in batch_sizes:
-      ms = results[b][name] * 1e3
-      ratio = results[b][name] / results[b]["bert"] - 1
-      row += f" {ms:11.2f} | {ratio:+7.1%} |"
+      ratio = medians[b][name] / medians[b]["bert"] - 1
+      row += f" {medians[b][name] * 1e3:11.2f} | {ratio:+7.1%} |"
     print(row)
+  print("Noise (bert's interquartile range / median): " + ", ".join(
+      f"batch {b}: {noise[b]:.1%}" for b in batch_sizes))
   print()
   print(f"Command: {command}")
 

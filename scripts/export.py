@@ -62,6 +62,8 @@ def main(argv):
     sys.exit(f"export: error: --preset={_PRESET.value} is not a directory.")
   # Imported after flag checks: TensorFlow takes seconds to load.
   import tupe_tf.export  # pylint: disable=g-import-not-at-top
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
   try:
     path = tupe_tf.export.export_preset(
         _PRESET.value, _EXPORT_DIR.value, _FORMAT.value,
