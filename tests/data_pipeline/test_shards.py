@@ -152,6 +152,10 @@ def test_model_garden_loader_reads_static_shards(static_shards):
       use_next_sentence_label=True)
   batch = next(iter(pretrain_dataloader.BertPretrainDataLoader(config).load()))
   assert batch["input_word_ids"].shape == (4, SEQ)
+  assert batch["masked_lm_positions"].shape == (4, 6)
+  assert float(tf.reduce_sum(batch["masked_lm_weights"])) > 0
+  assert set(batch) >= {"input_mask", "input_type_ids", "masked_lm_ids",
+                        "next_sentence_labels"}
 
 
 @pytest.mark.parametrize("kwargs", [
