@@ -138,6 +138,19 @@ def tf_keras_checks(ref):
                                ref["single_pooled_output"], atol=ATOL)
     print("OK preprocessor + encoder on raw text (tf-keras)", flush=True)
 
+    # Pairs the TF Hub way: hub.KerasLayer on .tokenize and .bert_pack_inputs.
+    loaded = hub.load(str(ref["preprocessor"]))
+    tokenize = hub.KerasLayer(loaded.tokenize)
+    pack = hub.KerasLayer(loaded.bert_pack_inputs,
+                          arguments={"seq_length": int(ref["seq_length"])})
+    first = tf_keras.Input(shape=(), dtype=tf.string)
+    second = tf_keras.Input(shape=(), dtype=tf.string)
+    pair_model = tf_keras.Model(
+        [first, second], encoder(pack([tokenize(first), tokenize(second)])))
+    check_encoder_outputs(
+        pair_model([tf.constant(ref["texts_a"]), tf.constant(ref["texts_b"])]),
+        ref, "tokenize + bert_pack_inputs + encoder on pairs (tf-keras)")
+
 
 if __name__ == "__main__":
     reference = dict(np.load(sys.argv[2], allow_pickle=False))

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import tupe_tf.export
+
 from tests.export.conftest import SEQ_LENGTH
 from tests.export.conftest import TEXTS_A
 from tests.export.conftest import TEXTS_B
@@ -74,6 +76,24 @@ def test_position_bias_is_folded_only_at_the_exported_length(exports):
     gradients = tape.gradient(loss, position_weights)
     assert all(g is not None and np.any(np.asarray(g) != 0)
                for g in gradients)
+
+
+def test_unfolded_export_follows_the_weights_at_every_length(exports,
+                                                             tmp_path):
+    path = str(tmp_path / "unfolded")
+    tupe_tf.export.export_hub_encoder(exports.classifier.backbone, path,
+                                      seq_length=SEQ_LENGTH,
+                                      fold_positional_bias=False)
+    encoder = tf.saved_model.load(path)
+    inputs = _inputs(exports)
+    expected = in_memory_encoder_outputs(exports.classifier.backbone, inputs)
+    _assert_close(encoder(inputs), expected)
+    before = encoder(inputs)["sequence_output"].numpy()
+    for variable in encoder.variables:
+        if "untied_position_bias" in variable.name:
+            variable.assign(variable + 0.5)
+    assert not np.allclose(encoder(inputs)["sequence_output"], before,
+                           atol=1e-3)
 
 
 def test_variables_and_reusable_savedmodel_attributes(exports):

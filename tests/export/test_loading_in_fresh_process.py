@@ -75,4 +75,4 @@ def test_keras3_saved_model_load_tfsm_layer_and_hub_load(reference):
 
 def test_tf_keras_hub_keras_layer_trainable(reference):
     passed = _run("tf_keras", reference)
-    assert len(passed) == 3, passed
+    assert len(passed) == 4, passed
