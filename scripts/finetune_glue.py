@@ -21,6 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app
 from absl import flags
+from absl import logging as absl_logging
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -86,6 +87,7 @@ def main(argv):
     del argv
     # TF's own INFO lines (e.g. on every checkpoint) would break the progress bar.
     logging.getLogger("tensorflow").setLevel(logging.WARNING)
+    absl_logging.set_verbosity(absl_logging.WARNING)
     config = config_from_flags()
     from tupe_tf.training.finetune import run_glue
 

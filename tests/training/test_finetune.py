@@ -11,6 +11,7 @@ from tests.training.conftest import run_script
 from tupe_tf.training import GlueConfig
 from tupe_tf.training.finetune import _features
 from tupe_tf.training.finetune import run_glue
+from tupe_tf.training.finetune import summarize_runs
 
 SHARED_GLUE = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "glue"
@@ -97,16 +98,21 @@ def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_d
     assert medians["0.005"]["validation"]["accuracy"] > medians["1e-05"]["validation"]["accuracy"]
 
 
-def test_median_over_seeds(tmp_path, tiny_preset, pair_glue_dir):
-    config = GlueConfig(
-        task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, output_dir=str(tmp_path),
-        seq_length=32, learning_rates=[1e-3], seeds=[0, 1, 2], batch_size=32, num_epochs=1,
-        max_train_examples=32, verbose=0,
-    )
-    results = run_glue(config)
-    for metric in ("accuracy", "f1"):
-        values = [run["dev"]["validation"][metric] for run in results["runs"]]
-        assert results["best"]["validation"][metric] == pytest.approx(np.median(values))
+def test_medians_over_seeds_and_best_learning_rate():
+    def run(lr, f1, accuracy):
+        return {"learning_rate": lr, "dev": {"validation": {"accuracy": accuracy, "f1": f1}}}
+
+    runs = [
+        run(2e-5, 0.70, 0.60), run(2e-5, 0.90, 0.70), run(2e-5, 0.80, 0.95),
+        run(3e-5, 0.85, 0.50), run(3e-5, 0.20, 0.99), run(3e-5, 0.86, 0.98),
+    ]
+    by_lr, best = summarize_runs("mrpc", runs)
+    assert by_lr["2e-05"]["validation"] == {"accuracy": 0.70, "f1": 0.80}
+    assert by_lr["3e-05"]["validation"] == {"accuracy": 0.98, "f1": 0.85}
+    assert best == 3e-5  # MRPC picks by median F1 (0.85 > 0.80)
+    assert summarize_runs("sst2", runs)[1] == 3e-5  # accuracy 0.98 > 0.70
+    three = [run(2e-5, 0.0, 0.9), run(3e-5, 0.0, 0.1)]
+    assert summarize_runs("rte", three)[1] == 2e-5
 
 
 def test_bad_preset_and_seq_length_are_refused(tmp_path, tiny_preset, pair_glue_dir):

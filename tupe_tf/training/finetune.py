@@ -154,15 +154,42 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     }
 
 
-def _median_over_seeds(runs):
-    """{split: {metric: median}} over the runs of one learning rate."""
-    medians = {}
-    for split in runs[0]["dev"]:
-        medians[split] = {
-            metric: float(np.median([run["dev"][split][metric] for run in runs]))
-            for metric in runs[0]["dev"][split]
+def summarize_runs(task_name, runs):
+    """Medians over seeds per learning rate, and the best learning rate.
+
+    Args:
+        task_name: GLUE task name (selects the primary metric).
+        runs: dicts with `learning_rate` and `dev` (`{split: {metric: v}}`).
+
+    Returns:
+        `(median_by_learning_rate, best_learning_rate)`: medians keyed by
+        `str(learning_rate)`, and the learning rate whose median primary
+        metric on the first dev split is highest.
+
+    Example:
+
+    >>> runs = [{"learning_rate": 2e-5, "dev": {"validation": {"accuracy": 0.8}}}]
+    >>> summarize_runs("sst2", runs)
+    ({'2e-05': {'validation': {'accuracy': 0.8}}}, 2e-05)
+    """
+    by_lr = {}
+    learning_rates = []
+    for run in runs:
+        if run["learning_rate"] not in learning_rates:
+            learning_rates.append(run["learning_rate"])
+    for learning_rate in learning_rates:
+        lr_runs = [run for run in runs if run["learning_rate"] == learning_rate]
+        by_lr[str(learning_rate)] = {
+            split: {
+                metric: float(np.median([run["dev"][split][metric] for run in lr_runs]))
+                for metric in lr_runs[0]["dev"][split]
+            }
+            for split in lr_runs[0]["dev"]
         }
-    return medians
+    primary = glue_metrics.primary_metric(task_name)
+    first_split = next(iter(runs[0]["dev"]))
+    best = max(learning_rates, key=lambda lr: by_lr[str(lr)][first_split][primary])
+    return by_lr, best
 
 
 def validate_glue_config(config):
@@ -241,13 +268,8 @@ def run_glue(config: GlueConfig):
             runs.append(
                 finetune_once(config, task, train, eval_splits, learning_rate, seed, strategy)
             )
-    by_lr = {}
-    for learning_rate in config.learning_rates:
-        lr_runs = [run for run in runs if run["learning_rate"] == learning_rate]
-        by_lr[str(learning_rate)] = _median_over_seeds(lr_runs)
+    by_lr, best_lr = summarize_runs(task.name, runs)
     primary = glue_metrics.primary_metric(task.name)
-    first_split = eval_splits[0].split
-    best_lr = max(by_lr, key=lambda lr: by_lr[lr][first_split][primary])
     results = {
         "task": task.name,
         "preset": os.path.abspath(config.preset),
@@ -268,7 +290,7 @@ def run_glue(config: GlueConfig):
         "runs": runs,
         "median_by_learning_rate": by_lr,
         "best_learning_rate": float(best_lr),
-        "best": by_lr[best_lr],
+        "best": by_lr[str(best_lr)],
     }
     path = os.path.join(output_dir, "results.json")
     tmp = path + ".tmp"

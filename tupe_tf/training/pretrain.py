@@ -20,7 +20,6 @@ import warnings
 
 import keras
 import tensorflow as tf
-from absl import logging
 
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import CheckpointSaver
@@ -374,7 +373,7 @@ def run_pretraining(config: PretrainConfig):
         latest = tf.train.latest_checkpoint(config.checkpoint_dir)
         if latest:
             checkpoint.restore(latest).assert_existing_objects_matched()
-            logging.info("Resumed from %s", latest)
+            print(f"Resumed from {latest}", flush=True)
         start_step = global_step(model)
         if chief:
             _write_json(os.path.join(config.model_dir, "config.json"), config.to_dict())
