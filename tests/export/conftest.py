@@ -106,6 +106,19 @@ def exports(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="session")
+def load_once():
+    """`tf.saved_model.load`, cached by path, for tests that only read."""
+    cache = {}
+
+    def load(path):
+        if path not in cache:
+            cache[path] = tf.saved_model.load(path)
+        return cache[path]
+
+    return load
+
+
 def in_memory_packed(preprocessor, *segments):
     """keras-hub's packing of raw text (`call` so a pair is not (x, y))."""
     if not preprocessor.built:

@@ -34,11 +34,11 @@ def _assert_close(exported, expected):
 
 @pytest.mark.parametrize("length", [SEQ_LENGTH, 9])
 @pytest.mark.parametrize("which", ["encoder", "backbone_encoder"])
-def test_matches_in_memory_at_exported_and_other_lengths(exports, which,
-                                                         length):
+def test_matches_in_memory_at_exported_and_other_lengths(exports, load_once,
+                                                         which, length):
     backbone = (exports.classifier.backbone if which == "encoder"
                 else exports.backbone)
-    encoder = tf.saved_model.load(getattr(exports, which))
+    encoder = load_once(getattr(exports, which))
     inputs = _inputs(exports, length)
     expected = in_memory_encoder_outputs(backbone, inputs)
     _assert_close(encoder(inputs), expected)
@@ -96,16 +96,16 @@ def test_unfolded_export_follows_the_weights_at_every_length(exports,
                            atol=1e-3)
 
 
-def test_variables_and_reusable_savedmodel_attributes(exports):
-    encoder = tf.saved_model.load(exports.encoder)
+def test_variables_and_reusable_savedmodel_attributes(exports, load_once):
+    encoder = load_once(exports.encoder)
     names = {v.name for v in encoder.trainable_variables}
     assert len(names) == len(exports.classifier.backbone.trainable_weights)
     assert len(encoder.regularization_losses) == 0
     assert {v.name for v in encoder.variables} >= names
 
 
-def test_refuses_wrong_dtype_rank_and_too_long_inputs(exports):
-    encoder = tf.saved_model.load(exports.encoder)
+def test_refuses_wrong_dtype_rank_and_too_long_inputs(exports, load_once):
+    encoder = load_once(exports.encoder)
     signature = encoder.signatures["serving_default"]
     inputs = {k: tf.constant(v) for k, v in _inputs(exports).items()}
     with pytest.raises((TypeError, tf.errors.InvalidArgumentError)):

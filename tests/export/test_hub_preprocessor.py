@@ -15,8 +15,8 @@ from tests.export.conftest import in_memory_packed
 
 
 @pytest.fixture(scope="module")
-def preprocessor(exports):
-    return tf.saved_model.load(exports.preprocessor)
+def preprocessor(exports, load_once):
+    return load_once(exports.preprocessor)
 
 
 def _assert_same(exported, expected):

@@ -22,8 +22,8 @@ def _classifier_logits(exports, *segments):
         backbone_inputs(encoder_inputs(packed)), training=False))
 
 
-def test_pair_classifier_matches_in_memory_on_raw_text(exports):
-    serving = tf.saved_model.load(exports.serving_pair)
+def test_pair_classifier_matches_in_memory_on_raw_text(exports, load_once):
+    serving = load_once(exports.serving_pair)
     signature = serving.signatures["serving_default"]
     assert set(signature.structured_input_signature[1]) == {
         "premise", "hypothesis"}
@@ -42,9 +42,8 @@ def test_pair_classifier_matches_in_memory_on_raw_text(exports):
     np.testing.assert_allclose(served["logits"], expected, atol=1e-5)
 
 
-def test_long_and_empty_texts_give_valid_outputs(exports):
-    signature = tf.saved_model.load(
-        exports.serving_pair).signatures["serving_default"]
+def test_long_and_empty_texts_give_valid_outputs(exports, load_once):
+    signature = load_once(exports.serving_pair).signatures["serving_default"]
     long_text = "the quick brown fox " * 200
     outputs = signature(premise=tf.constant([long_text, "", ""]),
                         hypothesis=tf.constant(["a cat", "a cat", ""]))
@@ -58,8 +57,9 @@ def test_long_and_empty_texts_give_valid_outputs(exports):
     np.testing.assert_allclose(outputs["logits"], expected, atol=1e-5)
 
 
-def test_backbone_preset_serves_pooled_and_sequence_outputs(exports):
-    signature = tf.saved_model.load(
+def test_backbone_preset_serves_pooled_and_sequence_outputs(exports,
+                                                           load_once):
+    signature = load_once(
         exports.serving_backbone).signatures["serving_default"]
     outputs = signature(text=tf.constant(TEXTS_A))
     packed = in_memory_packed(exports.classifier_preprocessor, TEXTS_A)
@@ -75,9 +75,9 @@ def test_backbone_preset_serves_pooled_and_sequence_outputs(exports):
     {"premise": tf.constant([["a"]]), "hypothesis": tf.constant([["b"]])},
     {"premise": tf.constant(["a"])},
 ])
-def test_signature_refuses_wrong_dtype_rank_or_missing_field(exports, bad):
-    signature = tf.saved_model.load(
-        exports.serving_pair).signatures["serving_default"]
+def test_signature_refuses_wrong_dtype_rank_or_missing_field(exports,
+                                                            load_once, bad):
+    signature = load_once(exports.serving_pair).signatures["serving_default"]
     with pytest.raises((TypeError, ValueError,
                         tf.errors.InvalidArgumentError)):
         signature(**bad)
