@@ -1,7 +1,5 @@
 """Tiny presets and their exports, built once per test session."""
 
-import os
-
 import keras
 import numpy as np
 import pytest

@@ -25,6 +25,12 @@ def encoder_outputs_model(backbone):
         `sequence_output`, `pooled_output` and `encoder_outputs` (a list,
         one `[batch, seq, hidden]` tensor per transformer layer). It shares
         the backbone's layers and variables.
+
+    Example:
+    ```python
+    model = encoder_outputs_model(backbone)
+    layer_outputs = model(inputs)["encoder_outputs"]  # num_layers tensors
+    ```
     """
     outputs = dict(backbone.output)
     outputs["encoder_outputs"] = [
@@ -138,6 +144,15 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         `regularization_losses`; and a flat `serving_default` signature
         (`encoder_outputs_<i>`) in `.signatures_to_save`. Build and save it
         inside `export_lib.folded_positional_bias(backbone, [seq_length])`.
+
+    Example:
+    ```python
+    with export_lib.folded_positional_bias(backbone, [128]):
+        root = build_hub_encoder(backbone, seq_length=128)
+        signatures = root.signatures_to_save
+        del root.signatures_to_save
+        tf.saved_model.save(root, export_dir, signatures=signatures)
+    ```
     """
     functions = EncoderFunctions(
         backbone, seq_length if fold_positional_bias else None
