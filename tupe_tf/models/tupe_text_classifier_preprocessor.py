@@ -24,7 +24,8 @@ class TupeTextClassifierPreprocessor(BertTextClassifierPreprocessor):
     ```python
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
         tupe_tf.TupeTokenizer(vocabulary="vocab.txt"), sequence_length=128)
-    x = preprocessor((["a premise"], ["a hypothesis"]))
+    # A tuple passed to `__call__` reads as (x, y); pack pairs with `call`.
+    x = preprocessor.call((["a premise"], ["a hypothesis"]))
     ```
     """
 
