@@ -31,6 +31,7 @@ setup(
         "keras-hub==0.32.0",
         "tensorflow-datasets==4.9.10",
         "absl-py>=2.1,<3",
+        "tensorboard==2.21.0",
         "numpy>=1.26,<2.5",
         "gensim==4.4.0",
         "matplotlib>=3.8,<4",
