@@ -26,7 +26,7 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
     layers = 1 if shared else min(max_layers, bias.shape[0])
     heads = bias.shape[1]
     fig, axes = plt.subplots(
-        layers, heads, figsize=(2.2 * heads, 2.2 * layers + 0.6),
+        layers, heads, figsize=(max(6.0, 2.2 * heads), 2.2 * layers + 0.9),
         squeeze=False,
     )
     for layer in range(layers):
@@ -39,7 +39,7 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
             ax.set_title(title, fontsize=8)
     scope = "shared by all layers" if shared else "per layer"
     fig.suptitle(
-        f"{backbone.position_encoding}: content-free position bias "
+        f"{backbone.position_encoding}: content-free position bias\n"
         f"(query i rows, key j columns; {scope})", fontsize=10,
     )
     fig.tight_layout()
@@ -92,9 +92,9 @@ def plot_attention_ranks(ranks_by_model, path):
         ranks = ranks_by_model[name]
         offset = (2 * index) * width
         ax.bar(positions + offset, ranks["content"], width,
-               label=f"{name}: content (positions at input)")
+               label=f"{name}: content logits only")
         ax.bar(positions + offset + width, ranks["with_bias"], width,
-               label=f"{name}: content + per-head position bias")
+               label=f"{name}: with its position bias")
     first = next(iter(ranks_by_model.values()))
     ax.axhline(first["head_dim"], color="k", linestyle="--", linewidth=1,
                label=f"head size d = {first['head_dim']}")
