@@ -2,12 +2,9 @@
 
 import keras
 from keras_hub.layers import TransformerEncoder
+from keras_hub.src.utils.keras_utils import clone_initializer
 
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
-
-
-def _clone(initializer):
-    return initializer.__class__.from_config(initializer.get_config())
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -71,8 +68,8 @@ class BiasedTransformerEncoder(TransformerEncoder):
             key_dim=key_dim,
             content_scale=self.content_scale,
             dropout=self.dropout,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="self_attention_layer",
         )
@@ -99,16 +96,16 @@ class BiasedTransformerEncoder(TransformerEncoder):
         self._feedforward_intermediate_dense = keras.layers.Dense(
             self.intermediate_dim,
             activation=self.activation,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="feedforward_intermediate_dense",
         )
         self._feedforward_intermediate_dense.build(inputs_shape)
         self._feedforward_output_dense = keras.layers.Dense(
             hidden_dim,
-            kernel_initializer=_clone(self.kernel_initializer),
-            bias_initializer=_clone(self.bias_initializer),
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name="feedforward_output_dense",
         )

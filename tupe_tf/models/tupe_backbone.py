@@ -10,6 +10,7 @@ from keras import ops
 from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
+from keras_hub.src.utils.keras_utils import gelu_approximate
 
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
@@ -32,10 +33,6 @@ _DEFAULT_SHARING = {"diet-abs": "layer-wise", "diet-rel": "none"}
 
 def _bert_initializer():
     return keras.initializers.TruncatedNormal(stddev=0.02)
-
-
-def _gelu_approximate(x):
-    return keras.activations.gelu(x, approximate=True)
 
 
 def _choose(name, value, options):
@@ -263,7 +260,7 @@ class TupeBackbone(Backbone):
                     num_heads=num_heads,
                     intermediate_dim=intermediate_dim,
                     content_scale=content_scale,
-                    activation=_gelu_approximate,
+                    activation=gelu_approximate,
                     dropout=dropout,
                     layer_norm_epsilon=1e-12,
                     kernel_initializer=_bert_initializer(),
