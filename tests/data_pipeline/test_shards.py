@@ -192,15 +192,16 @@ def test_existing_output_dir_needs_overwrite(tmp_path, corpus_file,
 
 def test_interrupted_build_leaves_nothing_complete(tmp_path, corpus_file,
                                                   vocab_file, monkeypatch):
-  real = shards._dynamic_examples  # pylint: disable=protected-access
+  real = shards.serialized_examples
 
-  def failing(tf_module, sequences):
-    for i, record in enumerate(real(tf_module, sequences)):
+  def failing(sequences, config, vocabulary):
+    for i, record in enumerate(real(sequences, config, vocabulary,
+                                    chunk_size=16)):
       if i == 50:
         raise KeyboardInterrupt("simulated interruption")
       yield record
 
-  monkeypatch.setattr(shards, "_dynamic_examples", failing)
+  monkeypatch.setattr(shards, "serialized_examples", failing)
   out = tmp_path / "out"
   with pytest.raises(KeyboardInterrupt):
     shards.build_shards(_config(corpus_file, vocab_file, out))
