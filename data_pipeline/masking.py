@@ -1,7 +1,8 @@
-"""BERT masked-LM masking: static (numpy, vectorized, at shard-building time) and dynamic
-(TensorFlow, vectorized over a batch, stateless random numbers).
+"""BERT masked-LM masking, vectorized over a batch in TensorFlow with stateless
+random numbers: the reader's dynamic masking and the shard builder's static
+masking (`--static_masking`) are the same function.
 
-Both follow the same rule. Candidates are the real tokens that are not special
+The rule: candidates are the real tokens that are not special
 (`[CLS]`, `[SEP]`, `[PAD]`, ... never get masked). Each sequence masks
 `min(max_predictions, max(1, round(mask_rate * num_candidates)))` candidates
 chosen uniformly without replacement (none if there are no candidates). Of
@@ -33,66 +34,6 @@ def replacement_ids(vocab_size, special_token_ids):
   if not len(ids):
     raise ValueError("The vocabulary has no non-special token.")
   return ids
-
-
-def mask_batch_numpy(token_ids, lengths, rng, *, mask_rate, max_predictions,
-                     mask_id, is_special_table, replacement_id_array):
-  """Statically masks a padded batch (numpy, vectorized).
-
-  Same rule as `mask_batch`, with a seeded `numpy.random.Generator`.
-
-  Args:
-    token_ids: int `[B, S]`, padded.
-    lengths: int `[B]`, real lengths.
-    rng: a `numpy.random.Generator`.
-    mask_rate: fraction of candidates to mask.
-    max_predictions: `P`, prediction slots (`P <= S`).
-    mask_id: id of `[MASK]`.
-    is_special_table: bool `[vocab_size]`, true for never-masked ids.
-    replacement_id_array: ids used for random replacements.
-
-  Returns:
-    `(masked [B,S], positions [B,P], label_ids [B,P], weights float32 [B,P])`.
-
-  Example:
-  >>> rng = np.random.default_rng(0)
-  >>> ids = np.array([[2, 10, 11, 12, 13, 3]])
-  >>> table = np.zeros([20], bool); table[:5] = True
-  >>> out = mask_batch_numpy(ids, np.array([6]), rng, mask_rate=0.15,
-  ...     max_predictions=2, mask_id=4, is_special_table=table,
-  ...     replacement_id_array=np.arange(5, 20))
-  >>> out[3].tolist()
-  [[1.0, 0.0]]
-  """
-  token_ids = np.asarray(token_ids)
-  batch, seq_length = token_ids.shape
-  real = np.arange(seq_length)[np.newaxis, :] < np.asarray(lengths)[:, None]
-  candidate = real & ~is_special_table[token_ids]
-  num_candidates = candidate.sum(axis=1)
-  count = np.minimum(max_predictions, np.maximum(
-      1, np.floor(mask_rate * num_candidates + 0.5).astype(np.int64)))
-  count[num_candidates == 0] = 0
-  scores = rng.random((batch, seq_length))
-  scores[~candidate] = -1.0
-  # The `count` best-scored candidates: a uniform subset.
-  top = np.argsort(-scores, axis=1, kind="stable")[:, :max_predictions]
-  chosen = np.arange(max_predictions)[np.newaxis, :] < count[:, None]
-  positions = np.sort(np.where(chosen, top, seq_length), axis=1)
-  chosen = positions < seq_length
-  positions = np.where(chosen, positions, 0)
-  originals = np.take_along_axis(token_ids, positions, axis=1)
-  decisions = rng.random((batch, max_predictions))
-  random_tokens = replacement_id_array[rng.integers(
-      0, len(replacement_id_array), size=(batch, max_predictions))]
-  new_values = np.where(
-      decisions < MASK_TOKEN_RATE, mask_id,
-      np.where(decisions < MASK_TOKEN_RATE + RANDOM_TOKEN_RATE,
-               random_tokens, originals))
-  masked = token_ids.copy()
-  rows = np.nonzero(chosen)[0]
-  masked[rows, positions[chosen]] = new_values[chosen]
-  return (masked, positions, np.where(chosen, originals, 0),
-          chosen.astype(np.float32))
 
 
 def mask_batch(token_ids, padding_mask, seed, *, mask_rate, max_predictions,

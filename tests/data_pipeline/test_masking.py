@@ -1,4 +1,4 @@
-"""Masking statistics, special tokens and determinism (numpy and TF)."""
+"""Masking statistics, special tokens and determinism."""
 
 import numpy as np
 import pytest
@@ -105,21 +105,3 @@ def test_max_predictions_caps_and_short_rows():
 def test_max_predictions_larger_than_sequence_is_an_error():
   with pytest.raises(ValueError, match="max_predictions_per_seq"):
     _tf_mask(np.zeros([1, 4], np.int32), [0, 0], p=5)
-
-
-def test_static_batched_numpy_masking_statistics():
-  original = _batch(np.random.default_rng(6), batch=512)
-  padding = (original != PAD).astype(np.int32)
-  is_special = np.zeros([VOCAB_SIZE], bool)
-  is_special[SPECIAL] = True
-  out = masking.mask_batch_numpy(
-      original, padding.sum(1), np.random.default_rng(7), mask_rate=0.15,
-      max_predictions=30, mask_id=MASK, is_special_table=is_special,
-      replacement_id_array=REPLACEMENT)
-  _check_stats(original, *out, padding)
-  again = masking.mask_batch_numpy(
-      original, padding.sum(1), np.random.default_rng(7), mask_rate=0.15,
-      max_predictions=30, mask_id=MASK, is_special_table=is_special,
-      replacement_id_array=REPLACEMENT)
-  for x, y in zip(out, again):
-    np.testing.assert_array_equal(x, y)

@@ -176,6 +176,39 @@ def test_byte_identical_rebuilds(tmp_path, corpus_file, vocab_file, kwargs):
                                                   c["shards"]]
 
 
+def test_serialization_order_does_not_depend_on_worker_threads(vocab_file):
+  vocab = vocab_lib.load_vocabulary(vocab_file)
+  rng = np.random.default_rng(0)
+  sequences = [np.concatenate([[vocab.special_ids.cls],
+                               rng.integers(5, vocab.size, n),
+                               [vocab.special_ids.sep]]).astype(np.int32)
+               for n in rng.integers(1, SEQ - 1, 200)]
+  config = shards.ShardConfig(vocab_file=vocab_file, output_dir="unused",
+                              max_seq_length=SEQ, static_masking=True,
+                              dupe_factor=2, max_predictions_per_seq=6)
+  # 50 chunks of 4 sequences: many in flight on 2 worker threads, vs one
+  # at a time.
+  concurrent = list(shards.serialized_examples(
+      sequences, config, vocab, chunk_size=4, max_chunks_in_flight=8))
+  sequential = list(shards.serialized_examples(
+      sequences, config, vocab, chunk_size=4, max_chunks_in_flight=1))
+  assert concurrent == sequential and len(concurrent) == 400
+  for i, record in enumerate(concurrent):
+    example = tf.train.Example.FromString(record).features.feature
+    mask = np.array(example["input_mask"].int64_list.value)
+    ids = np.array(example["input_ids"].int64_list.value)
+    original = sequences[i // 2]
+    assert mask.sum() == len(original)
+    unmasked = ids.copy()
+    positions = np.array(example["masked_lm_positions"].int64_list.value)
+    weights = np.array(example["masked_lm_weights"].float_list.value)
+    labels = np.array(example["masked_lm_ids"].int64_list.value)
+    unmasked[positions[weights > 0]] = labels[weights > 0]
+    np.testing.assert_array_equal(unmasked[:len(original)], original)
+    assert int(weights.sum()) == min(
+        6, max(1, int(np.floor(0.15 * (len(original) - 2) + 0.5))))
+
+
 def test_existing_output_dir_needs_overwrite(tmp_path, corpus_file,
                                             vocab_file):
   out = tmp_path / "out"
