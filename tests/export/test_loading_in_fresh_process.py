@@ -57,12 +57,14 @@ def reference(exports):
 
 
 def _run(mode, reference):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(CHECKS)))
     env = dict(os.environ)
     env.pop("TF_USE_LEGACY_KERAS", None)
+    # The checkout itself, installed or not.
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     result = subprocess.run(
         [sys.executable, CHECKS, mode, reference], capture_output=True,
-        text=True, timeout=300, env=env,
-        cwd=os.path.dirname(os.path.dirname(os.path.dirname(CHECKS))))
+        text=True, timeout=300, env=env, cwd=root)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     return [line for line in result.stdout.splitlines()
             if line.startswith("OK ")]
