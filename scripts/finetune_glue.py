@@ -48,6 +48,9 @@ flags.DEFINE_enum("strategy", "default", list(config_lib.STRATEGIES), "tf.distri
 flags.DEFINE_string("tpu", None, "TPU name/address for --strategy=tpu.")
 flags.DEFINE_integer("num_cpu_devices", None, "Logical CPU devices for --strategy=mirrored.")
 flags.DEFINE_boolean("jit_compile", False, "XLA-compile the train step.")
+flags.DEFINE_enum(
+    "mixed_precision", "float32", list(config_lib.MIXED_PRECISION_POLICIES),
+    "Keras dtype policy (mixed_bfloat16 on TPU; mixed_float16 adds loss scaling).")
 flags.DEFINE_integer("verbose", 2, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
 
 
@@ -79,6 +82,7 @@ def config_from_flags():
             tpu=FLAGS.tpu,
             num_cpu_devices=FLAGS.num_cpu_devices,
             jit_compile=FLAGS.jit_compile,
+            mixed_precision=FLAGS.mixed_precision,
         ),
     )
 

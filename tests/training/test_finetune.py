@@ -9,6 +9,7 @@ import pytest
 from tests.training.conftest import FINETUNE_SCRIPT
 from tests.training.conftest import run_script
 from tupe_tf.training import GlueConfig
+from tupe_tf.training import RuntimeConfig
 from tupe_tf.training.finetune import _features
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.finetune import summarize_runs
@@ -96,6 +97,35 @@ def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_d
     assert saved["recipe"]["warmup_ratio"] == 0.06
     medians = saved["median_by_learning_rate"]
     assert medians["0.005"]["validation"]["accuracy"] > medians["1e-05"]["validation"]["accuracy"]
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_fine_tuning_learns(tmp_path, tiny_preset, sentiment_glue_dir, policy):
+    import keras
+
+    before = keras.config.dtype_policy().name
+    config = GlueConfig(
+        task="sst2",
+        preset=tiny_preset,
+        glue_dir=sentiment_glue_dir,
+        output_dir=str(tmp_path),
+        seq_length=16,
+        learning_rates=[5e-3],
+        seeds=[0],
+        batch_size=16,
+        num_epochs=5,
+        verbose=0,
+        runtime=RuntimeConfig(mixed_precision=policy),
+    )
+    results = run_glue(config)
+    run = results["runs"][0]
+    assert run["compute_dtype"] == policy.split("_")[1]
+    assert results["recipe"]["mixed_precision"] == policy
+    assert np.all(np.isfinite(run["train_loss"]))
+    assert run["train_loss"][-1] < run["train_loss"][0] - 0.2, run["train_loss"]
+    assert run["dev"]["validation"]["accuracy"] > 0.8
+    # The global policy is restored for whatever runs next.
+    assert keras.config.dtype_policy().name == before
 
 
 def test_medians_over_seeds_and_best_learning_rate():

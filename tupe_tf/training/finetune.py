@@ -69,7 +69,8 @@ class _DevEvaluator(keras.callbacks.Callback):
     def evaluate(self):
         results = {}
         for split_name, (dataset, labels) in self.eval_sets.items():
-            outputs = self.model.predict(dataset, verbose=0)
+            # float32 for the metrics, whatever the compute dtype.
+            outputs = np.asarray(self.model.predict(dataset, verbose=0), np.float32)
             metrics = glue_metrics.compute_glue_metrics(self.task_name, labels, outputs)
             results[split_name] = metrics
         return results
@@ -108,7 +109,12 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     )
     total_steps = steps_per_epoch * config.num_epochs
     with strategy.scope():
-        backbone = tupe_tf.TupeBackbone.from_preset(config.preset)
+        # The preset stores float32; `dtype` overrides it for mixed precision
+        # (variables stay float32, compute in bfloat16/float16). The global
+        # policy makes the classifier head and the functional model follow;
+        # `compile` then adds loss scaling for mixed_float16.
+        policy = config.runtime.mixed_precision
+        backbone = tupe_tf.TupeBackbone.from_preset(config.preset, dtype=policy)
         model = tupe_tf.TupeTextClassifier(
             backbone,
             num_classes=task.num_classes,
@@ -147,6 +153,7 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     return {
         "learning_rate": learning_rate,
         "seed": seed,
+        "compute_dtype": backbone.compute_dtype,
         "train_loss": [float(v) for v in history.history["loss"]],
         "dev_per_epoch": evaluator.history,
         "dev": {k: v for k, v in evaluator.history[-1].items() if k != "epoch"},
@@ -262,12 +269,19 @@ def run_glue(config: GlueConfig):
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
     runs = []
-    for learning_rate in config.learning_rates:
-        for seed in config.seeds:
-            print(f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}")
-            runs.append(
-                finetune_once(config, task, train, eval_splits, learning_rate, seed, strategy)
-            )
+    previous_policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(config.runtime.mixed_precision)
+    try:
+        for learning_rate in config.learning_rates:
+            for seed in config.seeds:
+                print(f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}")
+                runs.append(
+                    finetune_once(
+                        config, task, train, eval_splits, learning_rate, seed, strategy
+                    )
+                )
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
     by_lr, best_lr = summarize_runs(task.name, runs)
     primary = glue_metrics.primary_metric(task.name)
     results = {
@@ -285,6 +299,7 @@ def run_glue(config: GlueConfig):
             "seq_length": config.seq_length,
             "learning_rates": list(config.learning_rates),
             "seeds": list(config.seeds),
+            "mixed_precision": config.runtime.mixed_precision,
         },
         "primary_metric": primary,
         "runs": runs,
