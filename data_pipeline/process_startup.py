@@ -1,7 +1,7 @@
 """Start-up and shut-down costs of the data-pipeline command-line tools.
 
 A shard-building process spends more time importing and tearing down
-TensorFlow than tokenizing a 30 MB corpus. Three measured costs (TF 2.21,
+TensorFlow than tokenizing a 30 MB corpus. Two measured costs (TF 2.21,
 Keras 3.15, 2-core VM; `python benchmarks/shard_building.py` prints the
 whole-process figures):
 
@@ -9,8 +9,6 @@ whole-process figures):
   imports IPython (`keras.src.saving.file_editor`) and matplotlib
   (`keras.src.visualization`) when installed: ~0.9 s the tools never use.
   Both imports are optional in Keras (guarded by `except ImportError`).
-- A full garbage collection walks TensorFlow's millions of objects (~0.17 s
-  each); `gc.freeze()` after the imports takes them out of later collections.
 - Interpreter shut-down (module teardown, TensorFlow's static destructors)
   takes ~1 s; a finished tool can skip it with `os._exit` once its outputs
   are closed and its streams flushed.
@@ -18,7 +16,6 @@ whole-process figures):
 Only the command-line mains call these; the library never does.
 """
 
-import gc
 import logging
 import os
 import sys
@@ -49,11 +46,6 @@ def skip_unused_optional_imports(modules=UNUSED_OPTIONAL_MODULES):
       sys.modules[name] = None  # Python's marker for "not importable".
       skipped.append(name)
   return skipped
-
-
-def freeze_imported_objects():
-  """Moves every object alive now out of future garbage collections."""
-  gc.freeze()
 
 
 def exit_without_teardown(code=0):

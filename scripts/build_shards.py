@@ -88,7 +88,6 @@ def main(argv):
       compression=_COMPRESSION.value,
       overwrite=_OVERWRITE.value)
   import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
-  process_startup.freeze_imported_objects()
   # Timed from here: the shard building itself, without TensorFlow's import.
   start = time.time()
   try:
