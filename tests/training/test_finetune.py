@@ -73,20 +73,26 @@ def sentiment_glue_dir(tmp_path_factory):
     return str(root)
 
 
-def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_dir):
-    config = GlueConfig(
+def _sentiment_config(output_dir, preset, glue_dir, **overrides):
+    """A 5-epoch SST-2 run on the tiny learnable sentiment fixture."""
+    return GlueConfig(
         task="sst2",
-        preset=tiny_preset,
-        glue_dir=sentiment_glue_dir,
-        output_dir=str(tmp_path),
+        preset=preset,
+        glue_dir=glue_dir,
+        output_dir=str(output_dir),
         seq_length=16,
-        learning_rates=[5e-3, 1e-5],
         seeds=[0],
         batch_size=16,
         num_epochs=5,
         verbose=0,
+        **overrides,
     )
-    results = run_glue(config)
+
+
+def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_dir):
+    results = run_glue(
+        _sentiment_config(tmp_path, tiny_preset, sentiment_glue_dir, learning_rates=[5e-3, 1e-5])
+    )
     saved = json.loads((tmp_path / "sst2" / "results.json").read_text())
     assert saved["best_learning_rate"] == results["best_learning_rate"] == 5e-3
     assert len(saved["runs"]) == 2
@@ -104,20 +110,15 @@ def test_mixed_precision_fine_tuning_learns(tmp_path, tiny_preset, sentiment_glu
     import keras
 
     before = keras.config.dtype_policy().name
-    config = GlueConfig(
-        task="sst2",
-        preset=tiny_preset,
-        glue_dir=sentiment_glue_dir,
-        output_dir=str(tmp_path),
-        seq_length=16,
-        learning_rates=[5e-3],
-        seeds=[0],
-        batch_size=16,
-        num_epochs=5,
-        verbose=0,
-        runtime=RuntimeConfig(mixed_precision=policy),
+    results = run_glue(
+        _sentiment_config(
+            tmp_path,
+            tiny_preset,
+            sentiment_glue_dir,
+            learning_rates=[5e-3],
+            runtime=RuntimeConfig(mixed_precision=policy),
+        )
     )
-    results = run_glue(config)
     run = results["runs"][0]
     assert run["compute_dtype"] == policy.split("_")[1]
     assert results["recipe"]["mixed_precision"] == policy
