@@ -26,6 +26,7 @@ from absl import logging as absl_logging
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tupe_tf.training import config as config_lib  # noqa: E402
+from tupe_tf.training import runtime_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -44,13 +45,7 @@ flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (not on LayerNorm/b
 flags.DEFINE_float("dropout", 0.1, "Classifier dropout.")
 flags.DEFINE_integer("max_train_examples", None, "Cap on training examples (quick runs).")
 flags.DEFINE_integer("max_eval_examples", None, "Cap on dev examples (quick runs).")
-flags.DEFINE_enum("strategy", "default", list(config_lib.STRATEGIES), "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU name/address for --strategy=tpu.")
-flags.DEFINE_integer("num_cpu_devices", None, "Logical CPU devices for --strategy=mirrored.")
-flags.DEFINE_boolean("jit_compile", False, "XLA-compile the train step.")
-flags.DEFINE_enum(
-    "mixed_precision", "float32", list(config_lib.MIXED_PRECISION_POLICIES),
-    "Keras dtype policy (mixed_bfloat16 on TPU; mixed_float16 adds loss scaling).")
+runtime_flags.define_runtime_flags()
 flags.DEFINE_integer("verbose", 2, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
 
 
@@ -77,13 +72,7 @@ def config_from_flags():
         max_train_examples=FLAGS.max_train_examples,
         max_eval_examples=FLAGS.max_eval_examples,
         verbose=FLAGS.verbose,
-        runtime=config_lib.RuntimeConfig(
-            strategy=FLAGS.strategy,
-            tpu=FLAGS.tpu,
-            num_cpu_devices=FLAGS.num_cpu_devices,
-            jit_compile=FLAGS.jit_compile,
-            mixed_precision=FLAGS.mixed_precision,
-        ),
+        runtime=runtime_flags.runtime_config_from_flags(),
     )
 
 

@@ -25,6 +25,7 @@ from absl import logging as absl_logging
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from tupe_tf.training import config as config_lib  # noqa: E402
+from tupe_tf.training import runtime_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -69,12 +70,7 @@ flags.DEFINE_integer("num_train_steps", 2000, "Total optimizer steps.")
 flags.DEFINE_integer("global_batch_size", 32, "Batch summed over replicas.")
 
 # Runtime.
-flags.DEFINE_enum("mixed_precision", "float32", list(config_lib.MIXED_PRECISION_POLICIES), "Dtype policy.")
-flags.DEFINE_boolean("jit_compile", False, "XLA-compile the train step.")
-flags.DEFINE_integer("steps_per_execution", 1, "Steps per tf.function call.")
-flags.DEFINE_enum("strategy", "default", list(config_lib.STRATEGIES), "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU name/address for --strategy=tpu ('local' on a TPU VM).")
-flags.DEFINE_integer("num_cpu_devices", None, "Logical CPU devices for --strategy=mirrored without GPUs.")
+runtime_flags.define_runtime_flags()
 
 # Outputs.
 flags.DEFINE_string("model_dir", None, "Checkpoints, logs, preset (default: <work_dir>/model).")
@@ -134,14 +130,7 @@ def config_from_flags():
             epsilon=FLAGS.epsilon,
             clipnorm=FLAGS.clipnorm or None,
         ),
-        runtime=config_lib.RuntimeConfig(
-            strategy=FLAGS.strategy,
-            tpu=FLAGS.tpu,
-            num_cpu_devices=FLAGS.num_cpu_devices,
-            mixed_precision=FLAGS.mixed_precision,
-            jit_compile=FLAGS.jit_compile,
-            steps_per_execution=FLAGS.steps_per_execution,
-        ),
+        runtime=runtime_flags.runtime_config_from_flags(),
     )
 
 

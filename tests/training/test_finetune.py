@@ -155,6 +155,32 @@ def test_bad_preset_and_seq_length_are_refused(tmp_path, tiny_preset, pair_glue_
     assert "is not a keras-hub preset directory (no config.json)" in run.stderr
     with pytest.raises(ValueError, match=r"--seq_length=128 is above the preset's max_sequence_length=64"):
         run_glue(GlueConfig(task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, seq_length=128))
+    # The runtime flags are checked as in pre-training (shared RuntimeConfig).
+    with pytest.raises(
+        ValueError, match=r"--steps_per_execution=2 is not supported with --strategy=mirrored"
+    ):
+        run_glue(
+            GlueConfig(
+                task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, output_dir=str(tmp_path),
+                runtime=RuntimeConfig(strategy="mirrored", steps_per_execution=2),
+            )
+        )
+
+
+def test_steps_per_execution_fine_tuning_learns(tmp_path, tiny_preset, sentiment_glue_dir):
+    results = run_glue(
+        _sentiment_config(
+            tmp_path,
+            tiny_preset,
+            sentiment_glue_dir,
+            learning_rates=[5e-3],
+            runtime=RuntimeConfig(steps_per_execution=3),
+        )
+    )
+    run = results["runs"][0]
+    assert len(run["dev_per_epoch"]) == 5
+    assert run["train_loss"][-1] < run["train_loss"][0] - 0.2, run["train_loss"]
+    assert run["dev"]["validation"]["accuracy"] > 0.8
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent")

@@ -203,6 +203,18 @@ class RuntimeConfig:
             raise ValueError(
                 f"--steps_per_execution={self.steps_per_execution} must be >= 1."
             )
+        if self.steps_per_execution > 1 and self.strategy in (
+            "mirrored",
+            "multi_worker_mirrored",
+        ):
+            # TPUStrategy is fine (and wants it); the Mirrored family is not.
+            raise ValueError(
+                f"--steps_per_execution={self.steps_per_execution} is "
+                f"not supported with --strategy={self.strategy}: "
+                "Keras 3.15's fit fails with it under MirroredStrategy, and the "
+                "multi-worker loop runs one step per call. Use "
+                "--steps_per_execution=1."
+            )
 
 
 @dataclasses.dataclass

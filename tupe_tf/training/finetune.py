@@ -140,6 +140,7 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
             loss=loss,
             metrics=metrics,
             jit_compile=config.runtime.jit_compile,
+            steps_per_execution=config.runtime.steps_per_execution,
         )
     evaluator = _DevEvaluator(task.name, eval_sets)
     start = time.time()
@@ -247,12 +248,13 @@ def run_glue(config: GlueConfig):
 
     config = dataclasses.replace(config)
     try:
+        # Flags first: a bad value is refused before any device is set up.
+        task = validate_glue_config(config)
         strategy = distribution.create_strategy(
             config.runtime.strategy,
             tpu=config.runtime.tpu,
             num_cpu_devices=config.runtime.num_cpu_devices,
         )
-        task = validate_glue_config(config)
         train = glue.load_glue(
             task.name, "train", config.glue_dir, config.tfds_data_dir, config.max_train_examples
         )

@@ -114,18 +114,6 @@ def validate_config(config, strategy=None):
         _check_shards(eval_files, "--eval_files", config)
     if strategy is not None:
         distribution.per_replica_batch_size(config.global_batch_size, strategy)
-        if config.runtime.steps_per_execution > 1 and config.runtime.strategy in (
-            "mirrored",
-            "multi_worker_mirrored",
-        ):
-            # TPUStrategy is fine (and wants it); the Mirrored family is not.
-            raise ValueError(
-                f"--steps_per_execution={config.runtime.steps_per_execution} is "
-                f"not supported with --strategy={config.runtime.strategy}: "
-                "Keras 3.15's fit fails with it under MirroredStrategy, and the "
-                "multi-worker loop runs one step per call. Use "
-                "--steps_per_execution=1."
-            )
 
 
 def _check_shards(files, flag, config):
