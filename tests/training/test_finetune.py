@@ -105,23 +105,29 @@ def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_d
     assert medians["0.005"]["validation"]["accuracy"] > medians["1e-05"]["validation"]["accuracy"]
 
 
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
-def test_mixed_precision_fine_tuning_learns(tmp_path, tiny_preset, sentiment_glue_dir, policy):
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        RuntimeConfig(mixed_precision="mixed_bfloat16"),
+        RuntimeConfig(mixed_precision="mixed_float16"),
+        RuntimeConfig(steps_per_execution=3),
+    ],
+    ids=["mixed_bfloat16", "mixed_float16", "steps_per_execution_3"],
+)
+def test_runtime_settings_fine_tune_and_learn(tmp_path, tiny_preset, sentiment_glue_dir, runtime):
     import keras
 
     before = keras.config.dtype_policy().name
     results = run_glue(
         _sentiment_config(
-            tmp_path,
-            tiny_preset,
-            sentiment_glue_dir,
-            learning_rates=[5e-3],
-            runtime=RuntimeConfig(mixed_precision=policy),
+            tmp_path, tiny_preset, sentiment_glue_dir, learning_rates=[5e-3], runtime=runtime
         )
     )
     run = results["runs"][0]
-    assert run["compute_dtype"] == policy.split("_")[1]
+    policy = runtime.mixed_precision
+    assert run["compute_dtype"] == ("float32" if policy == "float32" else policy.split("_")[1])
     assert results["recipe"]["mixed_precision"] == policy
+    assert len(run["dev_per_epoch"]) == 5
     assert np.all(np.isfinite(run["train_loss"]))
     assert run["train_loss"][-1] < run["train_loss"][0] - 0.2, run["train_loss"]
     assert run["dev"]["validation"]["accuracy"] > 0.8
@@ -165,22 +171,6 @@ def test_bad_preset_and_seq_length_are_refused(tmp_path, tiny_preset, pair_glue_
                 runtime=RuntimeConfig(strategy="mirrored", steps_per_execution=2),
             )
         )
-
-
-def test_steps_per_execution_fine_tuning_learns(tmp_path, tiny_preset, sentiment_glue_dir):
-    results = run_glue(
-        _sentiment_config(
-            tmp_path,
-            tiny_preset,
-            sentiment_glue_dir,
-            learning_rates=[5e-3],
-            runtime=RuntimeConfig(steps_per_execution=3),
-        )
-    )
-    run = results["runs"][0]
-    assert len(run["dev_per_epoch"]) == 5
-    assert run["train_loss"][-1] < run["train_loss"][0] - 0.2, run["train_loss"]
-    assert run["dev"]["validation"]["accuracy"] > 0.8
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent")
