@@ -9,7 +9,6 @@ and writes a keras-hub preset.
 """
 
 import dataclasses
-import glob
 import json
 import math
 import os
