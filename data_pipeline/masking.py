@@ -26,10 +26,16 @@ def num_to_mask(num_candidates, mask_rate, max_predictions):
   return min(max_predictions, max(1, wanted))
 
 
+def special_token_table(vocab_size, special_token_ids):
+  """bool `[vocab_size]`, true for the ids that are never masked."""
+  table = np.zeros([vocab_size], bool)
+  table[list(special_token_ids)] = True
+  return table
+
+
 def replacement_ids(vocab_size, special_token_ids):
   """Ids a masked token may be randomly replaced with: all non-special."""
-  special = np.zeros([vocab_size], bool)
-  special[list(special_token_ids)] = True
+  special = special_token_table(vocab_size, special_token_ids)
   ids = np.flatnonzero(~special).astype(np.int32)
   if not len(ids):
     raise ValueError("The vocabulary has no non-special token.")

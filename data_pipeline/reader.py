@@ -13,7 +13,6 @@ import random
 from typing import List, Optional, Tuple
 
 from absl import logging
-import numpy as np
 
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
@@ -378,8 +377,8 @@ def pretraining_dataset(file_patterns,
         tf, seq_length, shard_seq_length, max_predictions_per_seq,
         stored_predictions, special.pad, static_batch)
   else:
-    is_special_table = np.zeros([vocabulary.size], bool)
-    is_special_table[list(vocabulary.special_token_ids)] = True
+    is_special_table = masking.special_token_table(
+        vocabulary.size, vocabulary.special_token_ids)
     process = _dynamic_batch_fn(
         tf, seq_length, max_predictions_per_seq, mask_rate, special,
         is_special_table,

@@ -402,8 +402,8 @@ def make_chunk_serializer(config, vocabulary):
           {"input_word_ids": ("int64", token_ids, lengths)})
     return serialize_dynamic
 
-  is_special_table = np.zeros([vocabulary.size], bool)
-  is_special_table[list(vocabulary.special_token_ids)] = True
+  is_special_table = masking.special_token_table(
+      vocabulary.size, vocabulary.special_token_ids)
   replacement = masking.replacement_ids(vocabulary.size,
                                         vocabulary.special_token_ids)
   dupe_factor = config.dupe_factor
