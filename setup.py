@@ -22,7 +22,9 @@ setup(
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10,<3.13",
-    packages=find_packages(include=["tupe_tf", "tupe_tf.*", "data_pipeline", "data_pipeline.*"]),
+    packages=find_packages(
+        include=["tupe_tf", "tupe_tf.*", "data_pipeline", "data_pipeline.*"]
+    ),
     # Pinned to the mutually compatible set this package is tested with.
     install_requires=[
         "tensorflow==2.21.0",
@@ -42,6 +44,7 @@ setup(
             "tensorflow-hub==0.16.1",
             "tf-keras==2.21.0",
             "scipy>=1.11",
+            "ruff==0.17.6",
         ],
     },
 )

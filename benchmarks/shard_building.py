@@ -29,7 +29,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -50,190 +49,264 @@ _LOG_TIME_RE = re.compile(r"^[IWE]\d{4} (\d\d):(\d\d):(\d\d\.\d+)", re.M)
 
 
 def measure(command, log_path):
-  """Runs `command` in a fresh wrapper; returns wall, CPU and peak RSS."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", PYTHONPATH=ROOT)
-  out = subprocess.run(
-      [sys.executable, "-c", _WRAPPER, log_path] + command,
-      capture_output=True, text=True, env=env, check=True)
-  result = json.loads(out.stdout.strip().splitlines()[-1])
-  if result["returncode"] != 0:
-    with open(log_path) as f:
-      tail = f.read()[-3000:]
-    raise RuntimeError(f"{' '.join(command)} failed:\n{tail}")
-  return result
+    """Runs `command` in a fresh wrapper; returns wall, CPU and peak RSS."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1", PYTHONPATH=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, log_path] + command,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if result["returncode"] != 0:
+        with open(log_path) as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"{' '.join(command)} failed:\n{tail}")
+    return result
 
 
 def model_garden_processing_seconds(log_path):
-  """First to last absl log line of a Model Garden run (after imports)."""
-  with open(log_path, errors="replace") as f:
-    times = [int(h) * 3600 + int(m) * 60 + float(s)
-             for h, m, s in _LOG_TIME_RE.findall(f.read())]
-  return times[-1] - times[0] if len(times) >= 2 else float("nan")
+    """First to last absl log line of a Model Garden run (after imports)."""
+    with open(log_path, errors="replace") as f:
+        times = [
+            int(h) * 3600 + int(m) * 60 + float(s)
+            for h, m, s in _LOG_TIME_RE.findall(f.read())
+        ]
+    return times[-1] - times[0] if len(times) >= 2 else float("nan")
 
 
 def make_corpus(path, source, copies):
-  with open(path, "wb") as out:
-    for _ in range(copies):
-      with open(source, "rb") as f:
-        shutil.copyfileobj(f, out)
-  return os.path.getsize(path)
+    with open(path, "wb") as out:
+        for _ in range(copies):
+            with open(source, "rb") as f:
+                shutil.copyfileobj(f, out)
+    return os.path.getsize(path)
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--copies", type=int, default=11,
-                      help="copies of the ~2.9 MB sample (11 -> ~32 MB)")
-  parser.add_argument("--work_dir", default="/tmp/tupe_bench_shards")
-  parser.add_argument("--vocab_size", type=int, default=16000)
-  parser.add_argument("--skip_model_garden", action="store_true")
-  parser.add_argument("--skip_doubled", action="store_true")
-  args = parser.parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--copies",
+        type=int,
+        default=11,
+        help="copies of the ~2.9 MB sample (11 -> ~32 MB)",
+    )
+    parser.add_argument("--work_dir", default="/tmp/tupe_bench_shards")
+    parser.add_argument("--vocab_size", type=int, default=16000)
+    parser.add_argument("--skip_model_garden", action="store_true")
+    parser.add_argument("--skip_doubled", action="store_true")
+    args = parser.parse_args()
 
-  from data_pipeline import corpus as corpus_lib  # pylint: disable=g-import-not-at-top
-  from data_pipeline import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
+    from data_pipeline import corpus as corpus_lib  # pylint: disable=g-import-not-at-top
+    from data_pipeline import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
 
-  os.makedirs(args.work_dir, exist_ok=True)
-  source = corpus_lib.embedded_corpus_path()
-  vocab_file = os.path.join(args.work_dir, "vocab.txt")
-  if not os.path.exists(vocab_file):
-    print("Learning the vocabulary (TF-Text) on the embedded sample ...")
-    vocab_lib.build_vocabulary(source, args.vocab_size, vocab_file,
-                               lowercase=True)
-  sizes = {"1x": args.copies} if args.skip_doubled else {
-      "1x": args.copies, "2x": 2 * args.copies}
-  corpora = {}
-  for label, copies in sizes.items():
-    path = os.path.join(args.work_dir, f"corpus_{label}.txt")
-    corpora[label] = (path, make_corpus(path, source, copies))
+    os.makedirs(args.work_dir, exist_ok=True)
+    source = corpus_lib.embedded_corpus_path()
+    vocab_file = os.path.join(args.work_dir, "vocab.txt")
+    if not os.path.exists(vocab_file):
+        print("Learning the vocabulary (TF-Text) on the embedded sample ...")
+        vocab_lib.build_vocabulary(
+            source, args.vocab_size, vocab_file, lowercase=True
+        )
+    sizes = (
+        {"1x": args.copies}
+        if args.skip_doubled
+        else {"1x": args.copies, "2x": 2 * args.copies}
+    )
+    corpora = {}
+    for label, copies in sizes.items():
+        path = os.path.join(args.work_dir, f"corpus_{label}.txt")
+        corpora[label] = (path, make_corpus(path, source, copies))
 
-  mg_script = None
-  if not args.skip_model_garden:
-    try:
-      import official  # pylint: disable=g-import-not-at-top
-      mg_script = os.path.join(os.path.dirname(official.__file__), "nlp",
-                               "data", "create_pretraining_data.py")
-    except ImportError:
-      print("Model Garden not installed: pip install --no-deps "
-            "tf-models-official (skipping it)")
+    mg_script = None
+    if not args.skip_model_garden:
+        try:
+            import official  # pylint: disable=g-import-not-at-top
 
-  def ours(label, static):
-    out_dir = os.path.join(args.work_dir, f"ours_{label}_{static}")
-    command = [sys.executable, os.path.join(ROOT, "scripts",
-                                            "build_shards.py"),
-               f"--input={corpora[label][0]}", f"--vocab_file={vocab_file}",
-               f"--output_dir={out_dir}", "--max_seq_length=128",
-               "--num_shards=8", "--seed=12345", "--lowercase", "--overwrite"]
-    if static == "static":
-      command += ["--static_masking", "--dupe_factor=1",
-                  "--max_predictions_per_seq=20"]
-    return command, out_dir
+            mg_script = os.path.join(
+                os.path.dirname(official.__file__),
+                "nlp",
+                "data",
+                "create_pretraining_data.py",
+            )
+        except ImportError:
+            print(
+                "Model Garden not installed: pip install --no-deps "
+                "tf-models-official (skipping it)"
+            )
 
-  def garden(label):
-    out_file = os.path.join(args.work_dir, f"mg_{label}.tfrecord")
-    return [sys.executable, mg_script, f"--input_file={corpora[label][0]}",
-            f"--output_file={out_file}", f"--vocab_file={vocab_file}",
-            "--do_lower_case=true", "--max_seq_length=128", "--dupe_factor=1",
-            "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
-            "--do_whole_word_mask=false", "--random_seed=12345"], out_file
+    def ours(label, static):
+        out_dir = os.path.join(args.work_dir, f"ours_{label}_{static}")
+        command = [
+            sys.executable,
+            os.path.join(ROOT, "scripts", "build_shards.py"),
+            f"--input={corpora[label][0]}",
+            f"--vocab_file={vocab_file}",
+            f"--output_dir={out_dir}",
+            "--max_seq_length=128",
+            "--num_shards=8",
+            "--seed=12345",
+            "--lowercase",
+            "--overwrite",
+        ]
+        if static == "static":
+            command += [
+                "--static_masking",
+                "--dupe_factor=1",
+                "--max_predictions_per_seq=20",
+            ]
+        return command, out_dir
 
-  # Start-up floor: a process that only imports TensorFlow and TF-Text.
-  baseline = measure([sys.executable, "-c",
-                      "import tensorflow, tensorflow_text"],
-                     os.path.join(args.work_dir, "import_only.log"))
-  print("import tensorflow + tensorflow_text only:", json.dumps(baseline))
-  load_before = os.getloadavg()
-  runs = []
-  tokens = {}
-  # Interleaved, so that machine load hits both tools alike.
-  plan = [("tupe-tf static", "1x"), ("Model Garden", "1x"),
-          ("tupe-tf dynamic", "1x")]
-  if "2x" in sizes:
-    plan += [("tupe-tf static", "2x"), ("Model Garden", "2x")]
-  for tool, label in plan:
-    if tool == "Model Garden" and not mg_script:
-      continue
-    log_path = os.path.join(args.work_dir,
-                            f"{tool.replace(' ', '_')}_{label}.log")
-    if tool == "Model Garden":
-      command, out_path = garden(label)
-    else:
-      command, out_path = ours(label, tool.split()[1])
-    print(f"running {tool} on {label} ...", flush=True)
-    result = measure(command, log_path)
-    if tool == "Model Garden":
-      result["processing_s"] = model_garden_processing_seconds(log_path)
-      result["output_mb"] = os.path.getsize(out_path) / 1e6
-      with open(log_path, errors="replace") as f:
-        found = re.findall(r"Wrote (\d+) total instances", f.read())
-      result["examples"] = int(found[-1]) if found else None
-    else:
-      summary = _last_json(log_path)
-      result["processing_s"] = summary["seconds"]
-      result["examples"] = summary["examples"]
-      tokens[label] = summary["text_tokens"]
-      with open(os.path.join(out_path, "manifest.json")) as f:
-        manifest = json.load(f)
-      result["output_mb"] = sum(s["bytes"] for s in manifest["shards"]) / 1e6
-      result["fill_ratio"] = manifest["stats"]["fill_ratio"]
-    result.update(tool=tool, corpus=label,
-                  corpus_mb=corpora[label][1] / 1e6, command=command)
-    runs.append(result)
-    print(json.dumps({k: v for k, v in result.items() if k != "command"}),
-          flush=True)
+    def garden(label):
+        out_file = os.path.join(args.work_dir, f"mg_{label}.tfrecord")
+        return [
+            sys.executable,
+            mg_script,
+            f"--input_file={corpora[label][0]}",
+            f"--output_file={out_file}",
+            f"--vocab_file={vocab_file}",
+            "--do_lower_case=true",
+            "--max_seq_length=128",
+            "--dupe_factor=1",
+            "--max_predictions_per_seq=20",
+            "--masked_lm_prob=0.15",
+            "--do_whole_word_mask=false",
+            "--random_seed=12345",
+        ], out_file
 
-  print()
-  print("Machine load average (1 min) before/after: "
+    # Start-up floor: a process that only imports TensorFlow and TF-Text.
+    baseline = measure(
+        [sys.executable, "-c", "import tensorflow, tensorflow_text"],
+        os.path.join(args.work_dir, "import_only.log"),
+    )
+    print("import tensorflow + tensorflow_text only:", json.dumps(baseline))
+    load_before = os.getloadavg()
+    runs = []
+    tokens = {}
+    # Interleaved, so that machine load hits both tools alike.
+    plan = [
+        ("tupe-tf static", "1x"),
+        ("Model Garden", "1x"),
+        ("tupe-tf dynamic", "1x"),
+    ]
+    if "2x" in sizes:
+        plan += [("tupe-tf static", "2x"), ("Model Garden", "2x")]
+    for tool, label in plan:
+        if tool == "Model Garden" and not mg_script:
+            continue
+        log_path = os.path.join(
+            args.work_dir, f"{tool.replace(' ', '_')}_{label}.log"
+        )
+        if tool == "Model Garden":
+            command, out_path = garden(label)
+        else:
+            command, out_path = ours(label, tool.split()[1])
+        print(f"running {tool} on {label} ...", flush=True)
+        result = measure(command, log_path)
+        if tool == "Model Garden":
+            result["processing_s"] = model_garden_processing_seconds(log_path)
+            result["output_mb"] = os.path.getsize(out_path) / 1e6
+            with open(log_path, errors="replace") as f:
+                found = re.findall(r"Wrote (\d+) total instances", f.read())
+            result["examples"] = int(found[-1]) if found else None
+        else:
+            summary = _last_json(log_path)
+            result["processing_s"] = summary["seconds"]
+            result["examples"] = summary["examples"]
+            tokens[label] = summary["text_tokens"]
+            with open(os.path.join(out_path, "manifest.json")) as f:
+                manifest = json.load(f)
+            result["output_mb"] = (
+                sum(s["bytes"] for s in manifest["shards"]) / 1e6
+            )
+            result["fill_ratio"] = manifest["stats"]["fill_ratio"]
+        result.update(
+            tool=tool,
+            corpus=label,
+            corpus_mb=corpora[label][1] / 1e6,
+            command=command,
+        )
+        runs.append(result)
+        print(
+            json.dumps({k: v for k, v in result.items() if k != "command"}),
+            flush=True,
+        )
+
+    print()
+    print(
+        "Machine load average (1 min) before/after: "
         f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f} "
-        "(other processes share the cores: wall times include waiting)")
-  print(f"Shard building, {datetime.date.today()}, {os.cpu_count()} cores, "
+        "(other processes share the cores: wall times include waiting)"
+    )
+    print(
+        f"Shard building, {datetime.date.today()}, {os.cpu_count()} cores, "
         f"max_seq_length=128, dupe_factor=1, vocab "
-        f"{sum(1 for _ in open(vocab_file))} tokens (lowercase)")
-  header = ("| tool | corpus | MB | wall s | CPU s | processing s | MB/s (wall)"
-            " | tokens/s (wall) | MB/s (processing) | peak RSS MB | examples |")
-  print(header)
-  print("|" + "---|" * 11)
-  for r in runs:
-    tok = tokens.get(r["corpus"])
-    print(f"| {r['tool']} | {r['corpus']} | {r['corpus_mb']:.1f} | "
-          f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['processing_s']:.1f} | "
-          f"{r['corpus_mb'] / r['wall_s']:.2f} | "
-          f"{(tok or 0) / r['wall_s']:,.0f} | "
-          f"{r['corpus_mb'] / r['processing_s']:.2f} | "
-          f"{r['peak_rss_mb']:.0f} | {r['examples']} |")
-  by_key = {(r["tool"], r["corpus"]): r for r in runs}
-  for label in sizes:
-    mg = by_key.get(("Model Garden", label))
-    ours_static = by_key.get(("tupe-tf static", label))
-    if mg and ours_static:
-      print(f"{label}: tupe-tf (static) vs Model Garden: "
-            f"{mg['wall_s'] / ours_static['wall_s']:.1f}x whole-process "
-            f"wall-time throughput, {mg['cpu_s'] / ours_static['cpu_s']:.1f}x "
-            "whole-process CPU-time throughput, "
-            f"{mg['processing_s'] / ours_static['processing_s']:.1f}"
-            "x processing throughput, peak RSS "
-            f"{ours_static['peak_rss_mb']:.0f} MB vs {mg['peak_rss_mb']:.0f} MB")
-  print(f"Start-up floor (import tensorflow + tensorflow_text only): "
+        f"{sum(1 for _ in open(vocab_file))} tokens (lowercase)"
+    )
+    header = (
+        "| tool | corpus | MB | wall s | CPU s | processing s | MB/s (wall)"
+        " | tokens/s (wall) | MB/s (processing) | peak RSS MB | examples |"
+    )
+    print(header)
+    print("|" + "---|" * 11)
+    for r in runs:
+        tok = tokens.get(r["corpus"])
+        print(
+            f"| {r['tool']} | {r['corpus']} | {r['corpus_mb']:.1f} | "
+            f"{r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['processing_s']:.1f} | "
+            f"{r['corpus_mb'] / r['wall_s']:.2f} | "
+            f"{(tok or 0) / r['wall_s']:,.0f} | "
+            f"{r['corpus_mb'] / r['processing_s']:.2f} | "
+            f"{r['peak_rss_mb']:.0f} | {r['examples']} |"
+        )
+    by_key = {(r["tool"], r["corpus"]): r for r in runs}
+    for label in sizes:
+        mg = by_key.get(("Model Garden", label))
+        ours_static = by_key.get(("tupe-tf static", label))
+        if mg and ours_static:
+            print(
+                f"{label}: tupe-tf (static) vs Model Garden: "
+                f"{mg['wall_s'] / ours_static['wall_s']:.1f}x whole-process "
+                f"wall-time throughput, {mg['cpu_s'] / ours_static['cpu_s']:.1f}x "
+                "whole-process CPU-time throughput, "
+                f"{mg['processing_s'] / ours_static['processing_s']:.1f}"
+                "x processing throughput, peak RSS "
+                f"{ours_static['peak_rss_mb']:.0f} MB vs {mg['peak_rss_mb']:.0f} MB"
+            )
+    print(
+        f"Start-up floor (import tensorflow + tensorflow_text only): "
         f"{baseline['wall_s']:.1f} s wall, {baseline['cpu_s']:.1f} s CPU, "
-        f"{baseline['peak_rss_mb']:.0f} MB peak RSS")
-  if ("tupe-tf static", "2x") in by_key:
-    a, b = by_key[("tupe-tf static", "1x")], by_key[("tupe-tf static", "2x")]
-    print(f"tupe-tf peak RSS 1x -> 2x corpus: {a['peak_rss_mb']:.0f} -> "
-          f"{b['peak_rss_mb']:.0f} MB")
-  print()
-  print("Reproduce: python benchmarks/shard_building.py " +
-        " ".join(sys.argv[1:]))
-  print("Commands run:")
-  for r in runs:
-    print("  " + " ".join(r["command"]))
+        f"{baseline['peak_rss_mb']:.0f} MB peak RSS"
+    )
+    if ("tupe-tf static", "2x") in by_key:
+        a, b = (
+            by_key[("tupe-tf static", "1x")],
+            by_key[("tupe-tf static", "2x")],
+        )
+        print(
+            f"tupe-tf peak RSS 1x -> 2x corpus: {a['peak_rss_mb']:.0f} -> "
+            f"{b['peak_rss_mb']:.0f} MB"
+        )
+    print()
+    print(
+        "Reproduce: python benchmarks/shard_building.py "
+        + " ".join(sys.argv[1:])
+    )
+    print("Commands run:")
+    for r in runs:
+        print("  " + " ".join(r["command"]))
 
 
 def _last_json(log_path):
-  """The JSON summary that build_shards.py prints last."""
-  with open(log_path, errors="replace") as f:
-    text = f.read()
-  start = text.rfind("\n{")
-  return json.loads(text[start + 1:] if start >= 0 else text[text.find("{"):])
+    """The JSON summary that build_shards.py prints last."""
+    with open(log_path, errors="replace") as f:
+        text = f.read()
+    start = text.rfind("\n{")
+    return json.loads(
+        text[start + 1 :] if start >= 0 else text[text.find("{") :]
+    )
 
 
 if __name__ == "__main__":
-  main()
+    main()

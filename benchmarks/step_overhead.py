@@ -38,8 +38,11 @@ flags.DEFINE_integer("vocabulary_size", 30522, "Vocabulary size.")
 flags.DEFINE_integer("rounds", 7, "Interleaved rounds (median over them).")
 flags.DEFINE_integer("steps_per_round", 3, "Timed steps per model per round.")
 flags.DEFINE_bool("jit_compile", False, "Compile train and predict with XLA.")
-flags.DEFINE_list("options", list(tupe_tf.POSITION_ENCODINGS),
-                  "Position encodings to measure.")
+flags.DEFINE_list(
+    "options",
+    list(tupe_tf.POSITION_ENCODINGS),
+    "Position encodings to measure.",
+)
 
 MAX_PREDICTIONS = 20
 
@@ -47,22 +50,32 @@ MAX_PREDICTIONS = 20
 def make_batch(rng):
     n, b = FLAGS.seq_length, FLAGS.batch_size
     x = {
-        "token_ids": rng.integers(5, FLAGS.vocabulary_size, (b, n)).astype("int32"),
-        "segment_ids": (np.arange(n)[None, :] >= n // 2).repeat(b, 0).astype("int32"),
+        "token_ids": rng.integers(5, FLAGS.vocabulary_size, (b, n)).astype(
+            "int32"
+        ),
+        "segment_ids": (np.arange(n)[None, :] >= n // 2)
+        .repeat(b, 0)
+        .astype("int32"),
         "padding_mask": np.ones((b, n), "int32"),
         "mask_positions": np.sort(
-            rng.choice(np.arange(1, n), (b, MAX_PREDICTIONS)), -1).astype("int32"),
+            rng.choice(np.arange(1, n), (b, MAX_PREDICTIONS)), -1
+        ).astype("int32"),
     }
-    y = rng.integers(5, FLAGS.vocabulary_size, (b, MAX_PREDICTIONS)).astype("int32")
+    y = rng.integers(5, FLAGS.vocabulary_size, (b, MAX_PREDICTIONS)).astype(
+        "int32"
+    )
     return x, y, np.ones((b, MAX_PREDICTIONS), "float32")
 
 
 def build(name):
-    dims = dict(vocabulary_size=FLAGS.vocabulary_size,
-                num_layers=FLAGS.num_layers, num_heads=FLAGS.num_heads,
-                hidden_dim=FLAGS.hidden_dim,
-                intermediate_dim=FLAGS.intermediate_dim,
-                max_sequence_length=max(512, FLAGS.seq_length))
+    dims = dict(
+        vocabulary_size=FLAGS.vocabulary_size,
+        num_layers=FLAGS.num_layers,
+        num_heads=FLAGS.num_heads,
+        hidden_dim=FLAGS.hidden_dim,
+        intermediate_dim=FLAGS.intermediate_dim,
+        max_sequence_length=max(512, FLAGS.seq_length),
+    )
     if name == "keras-hub BERT":
         backbone = keras_hub.models.BertBackbone(**dims)
     else:
@@ -90,15 +103,18 @@ def time_steps(fn):
     for _ in range(FLAGS.steps_per_round):
         fn()
     steps = FLAGS.steps_per_round
-    return ((time.perf_counter() - wall) / steps,
-            (time.process_time() - cpu) / steps)
+    return (
+        (time.perf_counter() - wall) / steps,
+        (time.process_time() - cpu) / steps,
+    )
 
 
 def main(_):
     rng = np.random.default_rng(0)
     x, y, w = make_batch(rng)
-    backbone_inputs = {k: tf.constant(v) for k, v in x.items()
-                       if k != "mask_positions"}
+    backbone_inputs = {
+        k: tf.constant(v) for k, v in x.items() if k != "mask_positions"
+    }
     names = ["keras-hub BERT"] + list(FLAGS.options)
     models = {}
     for name in names:
@@ -113,24 +129,32 @@ def main(_):
         random.Random(round_index).shuffle(order)
         for name in order:
             mlm, predict = models[name]
-            train_times[name].append(time_steps(
-                lambda: mlm.train_on_batch(x, y, sample_weight=w)))
-            predict_times[name].append(time_steps(
-                lambda: predict(backbone_inputs)["sequence_output"].numpy()))
+            train_times[name].append(
+                time_steps(lambda: mlm.train_on_batch(x, y, sample_weight=w))
+            )
+            predict_times[name].append(
+                time_steps(
+                    lambda: predict(backbone_inputs)["sequence_output"].numpy()
+                )
+            )
         print(f"round {round_index + 1}/{FLAGS.rounds} done", flush=True)
 
     def median(samples, kind):
         return statistics.median(sample[kind] for sample in samples)
 
     print()
-    print(f"dims: layers={FLAGS.num_layers} hidden={FLAGS.hidden_dim} "
-          f"heads={FLAGS.num_heads} ffn={FLAGS.intermediate_dim} "
-          f"seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
-          f"jit_compile={FLAGS.jit_compile} rounds={FLAGS.rounds}x"
-          f"{FLAGS.steps_per_round} steps, tf {tf.__version__}, "
-          f"{os.cpu_count()} CPU cores")
-    print("| option | train step ms (wall) | train vs BERT (wall / CPU) "
-          "| predict ms (wall) | predict vs BERT (wall / CPU) |")
+    print(
+        f"dims: layers={FLAGS.num_layers} hidden={FLAGS.hidden_dim} "
+        f"heads={FLAGS.num_heads} ffn={FLAGS.intermediate_dim} "
+        f"seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
+        f"jit_compile={FLAGS.jit_compile} rounds={FLAGS.rounds}x"
+        f"{FLAGS.steps_per_round} steps, tf {tf.__version__}, "
+        f"{os.cpu_count()} CPU cores"
+    )
+    print(
+        "| option | train step ms (wall) | train vs BERT (wall / CPU) "
+        "| predict ms (wall) | predict vs BERT (wall / CPU) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: |")
     base = "keras-hub BERT"
     for name in names:
@@ -139,8 +163,10 @@ def main(_):
             wall, cpu = median(times[name], 0), median(times[name], 1)
             base_wall, base_cpu = median(times[base], 0), median(times[base], 1)
             cells.append(f"{wall * 1e3:.1f}")
-            cells.append(f"{(wall / base_wall - 1) * 100:+.1f}% / "
-                         f"{(cpu / base_cpu - 1) * 100:+.1f}%")
+            cells.append(
+                f"{(wall / base_wall - 1) * 100:+.1f}% / "
+                f"{(cpu / base_cpu - 1) * 100:+.1f}%"
+            )
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\nTarget: every option at most +3% train and +3% predict.")
 

@@ -35,15 +35,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("work_dir", "./runs/default", "Default-data directory (vocab + shards).")
+flags.DEFINE_string(
+    "work_dir", "./runs/default", "Default-data directory (vocab + shards)."
+)
 flags.DEFINE_string("model_size", "tiny", "Model size.")
 flags.DEFINE_integer("seq_length", 128, "Sequence length.")
 flags.DEFINE_integer("global_batch_size", 32, "Batch size.")
 flags.DEFINE_integer("steps_per_round", 40, "Timed steps per measurement.")
 flags.DEFINE_integer("rounds", 5, "Interleaved rounds (median reported).")
-flags.DEFINE_integer("num_batches", 20, "Distinct cached batches fed to every model.")
-flags.DEFINE_string("output", "benchmarks/results/train_throughput.json", "Where results go.")
-flags.DEFINE_boolean("settings", True, "Also measure XLA / steps_per_execution / prefetch.")
+flags.DEFINE_integer(
+    "num_batches", 20, "Distinct cached batches fed to every model."
+)
+flags.DEFINE_string(
+    "output", "benchmarks/results/train_throughput.json", "Where results go."
+)
+flags.DEFINE_boolean(
+    "settings", True, "Also measure XLA / steps_per_execution / prefetch."
+)
 
 
 class _EpochTimer:
@@ -90,13 +98,19 @@ def main(argv):
     from tupe_tf.training.pretrain import build_masked_lm
     from tupe_tf.training.pretrain import compile_masked_lm
 
-    data = default_data.prepare_default_data(FLAGS.work_dir, seq_length=FLAGS.seq_length)
+    data = default_data.prepare_default_data(
+        FLAGS.work_dir, seq_length=FLAGS.seq_length
+    )
     vocab_size = _vocabulary_size(data.vocab_file)
     batch = FLAGS.global_batch_size
 
     def reader(prefetch=True):
         ds = data_pipeline.pretraining_dataset(
-            data.train_files, data.vocab_file, FLAGS.seq_length, batch, seed=0,
+            data.train_files,
+            data.vocab_file,
+            FLAGS.seq_length,
+            batch,
+            seed=0,
         )
         return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
 
@@ -109,8 +123,12 @@ def main(argv):
             seq_length=FLAGS.seq_length,
             global_batch_size=batch,
             num_train_steps=10**6,
-            model=config_lib.ModelConfig(model_size=FLAGS.model_size, position_encoding=encoding),
-            runtime=config_lib.RuntimeConfig(jit_compile=jit, steps_per_execution=spe),
+            model=config_lib.ModelConfig(
+                model_size=FLAGS.model_size, position_encoding=encoding
+            ),
+            runtime=config_lib.RuntimeConfig(
+                jit_compile=jit, steps_per_execution=spe
+            ),
         )
 
     log_dir = os.path.join(FLAGS.work_dir, "benchmark_logs")
@@ -144,21 +162,35 @@ def main(argv):
         results = {name: {"wall": [], "cpu": []} for name in entries}
         for name, (model, callbacks, dataset, spe) in entries.items():
             # Warm-up: tracing and compilation are not throughput.
-            model.fit(dataset, steps_per_epoch=2 * spe, epochs=1, verbose=0, callbacks=callbacks)
+            model.fit(
+                dataset,
+                steps_per_epoch=2 * spe,
+                epochs=1,
+                verbose=0,
+                callbacks=callbacks,
+            )
         for round_index in range(FLAGS.rounds):
             for name, (model, callbacks, dataset, spe) in entries.items():
                 steps = FLAGS.steps_per_round // spe * spe
                 model.fit(
-                    dataset, steps_per_epoch=steps, epochs=1, verbose=0,
+                    dataset,
+                    steps_per_epoch=steps,
+                    epochs=1,
+                    verbose=0,
                     callbacks=callbacks + [timers[name].callback],
                 )
                 # Batch indices count steps, so this is steps (not executions).
                 wall, cpu = timers[name].rates()
                 results[name]["wall"].append(wall * batch)
                 results[name]["cpu"].append(cpu * batch)
-            print(f"round {round_index + 1}/{FLAGS.rounds}: " + ", ".join(
-                f"{name} {values['wall'][-1]:.1f}/{values['cpu'][-1]:.1f}"
-                for name, values in results.items()), flush=True)
+            print(
+                f"round {round_index + 1}/{FLAGS.rounds}: "
+                + ", ".join(
+                    f"{name} {values['wall'][-1]:.1f}/{values['cpu'][-1]:.1f}"
+                    for name, values in results.items()
+                ),
+                flush=True,
+            )
         return results
 
     report = {
@@ -188,11 +220,26 @@ def main(argv):
         for jit in (False, True):
             for spe in (1, 8):
                 model, callbacks = tupe_loop("tupe-r", jit, spe)
-                entries[f"jit={jit},spe={spe},cached"] = (model, callbacks, cached, spe)
+                entries[f"jit={jit},spe={spe},cached"] = (
+                    model,
+                    callbacks,
+                    cached,
+                    spe,
+                )
         model, callbacks = tupe_loop("tupe-r")
-        entries["jit=False,spe=1,reader+prefetch"] = (model, callbacks, reader(True), 1)
+        entries["jit=False,spe=1,reader+prefetch"] = (
+            model,
+            callbacks,
+            reader(True),
+            1,
+        )
         model, callbacks = tupe_loop("tupe-r")
-        entries["jit=False,spe=1,reader,no prefetch"] = (model, callbacks, reader(False), 1)
+        entries["jit=False,spe=1,reader,no prefetch"] = (
+            model,
+            callbacks,
+            reader(False),
+            1,
+        )
         settings = measure(entries)
 
     def row(name, values, base):
@@ -223,7 +270,9 @@ def main(argv):
     if settings:
         default = medians(settings["jit=False,spe=1,cached"])
         lines += ["", header.format("setting (tupe-r)")]
-        lines += [row(name, values, default) for name, values in settings.items()]
+        lines += [
+            row(name, values, default) for name, values in settings.items()
+        ]
     table = "\n".join(lines)
     print(table)
     report.update(comparison=comparison, settings=settings, table=table)

@@ -22,7 +22,6 @@ import csv
 import dataclasses
 import os
 import sys
-from typing import Callable
 from typing import Optional
 from typing import Sequence
 from typing import Tuple
@@ -71,36 +70,69 @@ class GlueTask:
 
 
 GLUE_TASKS = {
-    "cola": GlueTask("cola", "CoLA", ("sentence",), (3,), 1, 2, has_header=False),
+    "cola": GlueTask(
+        "cola", "CoLA", ("sentence",), (3,), 1, 2, has_header=False
+    ),
     "sst2": GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", 2),
     "mrpc": GlueTask(
-        "mrpc", "MRPC", ("sentence1", "sentence2"), ("#1 String", "#2 String"),
-        "Quality", 2,
+        "mrpc",
+        "MRPC",
+        ("sentence1", "sentence2"),
+        ("#1 String", "#2 String"),
+        "Quality",
+        2,
     ),
     "stsb": GlueTask(
-        "stsb", "STS-B", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
-        "score", 1,
+        "stsb",
+        "STS-B",
+        ("sentence1", "sentence2"),
+        ("sentence1", "sentence2"),
+        "score",
+        1,
     ),
     "qqp": GlueTask(
-        "qqp", "QQP", ("question1", "question2"), ("question1", "question2"),
-        "is_duplicate", 2,
+        "qqp",
+        "QQP",
+        ("question1", "question2"),
+        ("question1", "question2"),
+        "is_duplicate",
+        2,
     ),
     "mnli": GlueTask(
-        "mnli", "MNLI", ("premise", "hypothesis"), ("sentence1", "sentence2"),
-        "gold_label", 3, eval_splits=("validation_matched", "validation_mismatched"),
+        "mnli",
+        "MNLI",
+        ("premise", "hypothesis"),
+        ("sentence1", "sentence2"),
+        "gold_label",
+        3,
+        eval_splits=("validation_matched", "validation_mismatched"),
         label_map=MNLI_LABELS,
     ),
     "qnli": GlueTask(
-        "qnli", "QNLI", ("question", "sentence"), ("question", "sentence"),
-        "label", 2, label_map=NLI_LABELS,
+        "qnli",
+        "QNLI",
+        ("question", "sentence"),
+        ("question", "sentence"),
+        "label",
+        2,
+        label_map=NLI_LABELS,
     ),
     "rte": GlueTask(
-        "rte", "RTE", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
-        "label", 2, label_map=NLI_LABELS,
+        "rte",
+        "RTE",
+        ("sentence1", "sentence2"),
+        ("sentence1", "sentence2"),
+        "label",
+        2,
+        label_map=NLI_LABELS,
     ),
     "wnli": GlueTask(
-        "wnli", "WNLI", ("sentence1", "sentence2"), ("sentence1", "sentence2"),
-        "label", 2,
+        "wnli",
+        "WNLI",
+        ("sentence1", "sentence2"),
+        ("sentence1", "sentence2"),
+        "label",
+        2,
     ),
 }
 
@@ -154,8 +186,10 @@ def _parse_label(task, raw, path, line_number):
         value = int(raw)
     except (KeyError, ValueError):
         expected = (
-            "a number" if task.is_regression
-            else sorted(task.label_map) if task.label_map
+            "a number"
+            if task.is_regression
+            else sorted(task.label_map)
+            if task.label_map
             else f"an integer in [0, {task.num_classes})"
         )
         raise ValueError(
@@ -222,7 +256,9 @@ def read_glue_tsv(task, split, glue_dir, max_examples=None):
         else:
             indices = list(task.tsv_columns) + [task.tsv_label]
         needed = max(indices) + 1
-        for line_number, row in enumerate(reader, start=2 if task.has_header else 1):
+        for line_number, row in enumerate(
+            reader, start=2 if task.has_header else 1
+        ):
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if len(row) < needed:
@@ -233,7 +269,9 @@ def read_glue_tsv(task, split, glue_dir, max_examples=None):
                 )
             for text_list, index in zip(texts, indices[:-1]):
                 text_list.append(row[index])
-            labels.append(_parse_label(task, row[indices[-1]], path, line_number))
+            labels.append(
+                _parse_label(task, row[indices[-1]], path, line_number)
+            )
             if max_examples is not None and len(labels) >= max_examples:
                 break
     if not labels:
@@ -247,7 +285,9 @@ def _check_split(task, split):
         split = "validation_matched"
     allowed = ("train",) + task.eval_splits
     if split not in allowed:
-        raise ValueError(f"GLUE {task.name} has no split {split!r}; use one of {allowed}.")
+        raise ValueError(
+            f"GLUE {task.name} has no split {split!r}; use one of {allowed}."
+        )
     return split
 
 
@@ -277,10 +317,14 @@ def load_glue_tfds(task, split, data_dir=None, max_examples=None):
             text_list.append(example[feature].decode("utf-8"))
         labels.append(example["label"])
     dtype = np.float32 if task.is_regression else np.int32
-    return GlueSplit(task, split, texts, np.asarray(labels, dtype), f"tfds:glue/{task.name}")
+    return GlueSplit(
+        task, split, texts, np.asarray(labels, dtype), f"tfds:glue/{task.name}"
+    )
 
 
-def load_glue(task, split, glue_dir=None, tfds_data_dir=None, max_examples=None):
+def load_glue(
+    task, split, glue_dir=None, tfds_data_dir=None, max_examples=None
+):
     """A GLUE split from `glue_dir` (official TSV layout) or else from TFDS.
 
     Args:

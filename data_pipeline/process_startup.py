@@ -25,39 +25,39 @@ UNUSED_OPTIONAL_MODULES = ("IPython", "matplotlib")
 
 
 def skip_unused_optional_imports(modules=UNUSED_OPTIONAL_MODULES):
-  """Makes `import <module>` fail fast for modules this process never uses.
+    """Makes `import <module>` fail fast for modules this process never uses.
 
-  Must run before TensorFlow is imported. A module that is already imported
-  is left alone, so calling this late is harmless (just useless).
+    Must run before TensorFlow is imported. A module that is already imported
+    is left alone, so calling this late is harmless (just useless).
 
-  Args:
-    modules: top-level module names.
+    Args:
+      modules: top-level module names.
 
-  Returns:
-    The names that were marked unavailable.
+    Returns:
+      The names that were marked unavailable.
 
-  Example:
-  >>> skip_unused_optional_imports()  # doctest: +SKIP
-  >>> import tensorflow  # Keras now skips IPython and matplotlib.  # doctest: +SKIP
-  """
-  skipped = []
-  for name in modules:
-    if name not in sys.modules:
-      sys.modules[name] = None  # Python's marker for "not importable".
-      skipped.append(name)
-  return skipped
+    Example:
+    >>> skip_unused_optional_imports()  # doctest: +SKIP
+    >>> import tensorflow  # Keras now skips IPython and matplotlib.  # doctest: +SKIP
+    """
+    skipped = []
+    for name in modules:
+        if name not in sys.modules:
+            sys.modules[name] = None  # Python's marker for "not importable".
+            skipped.append(name)
+    return skipped
 
 
 def exit_without_teardown(code=0):
-  """Flushes logs and standard streams, then ends the process at once.
+    """Flushes logs and standard streams, then ends the process at once.
 
-  Only for a tool whose files are all closed (shards, manifest): it skips
-  interpreter teardown and `atexit` handlers.
-  """
-  logging.shutdown()
-  for stream in (sys.stdout, sys.stderr):
-    try:
-      stream.flush()
-    except (OSError, ValueError):
-      pass
-  os._exit(code)  # pylint: disable=protected-access
+    Only for a tool whose files are all closed (shards, manifest): it skips
+    interpreter teardown and `atexit` handlers.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)  # pylint: disable=protected-access

@@ -17,8 +17,8 @@ import os
 import time
 from typing import Optional
 
-from absl import logging
 import numpy as np
+from absl import logging
 
 from data_pipeline import corpus
 from data_pipeline import example_encoding
@@ -33,461 +33,570 @@ _TMP_SUFFIX = ".tmp"
 
 @dataclasses.dataclass
 class ShardConfig:
-  """Configuration of `build_shards` (one field per `build_shards.py` flag).
+    """Configuration of `build_shards` (one field per `build_shards.py` flag).
 
-  Attributes:
-    input_patterns: comma-separated files/globs (or a list); `None` for the
-      embedded gensim Wikipedia sample.
-    vocab_file: WordPiece vocabulary (one token per line).
-    output_dir: directory for the shards and `manifest.json`.
-    max_seq_length: longest packed sequence, `[CLS]`/`[SEP]` included.
-    num_shards: number of TFRecord files; examples go round-robin.
-    seed: seed of static masking (packing itself is deterministic).
-    static_masking: write Model Garden's pre-masked schema instead of
-      `input_word_ids` for dynamic masking.
-    dupe_factor: static masking only: masked copies of each sequence.
-    max_predictions_per_seq: static masking only: prediction slots.
-    mask_rate: static masking only: fraction of tokens masked.
-    lowercase: lowercase and strip accents (must match the vocabulary).
-    compression: `None` or `"gzip"`.
-    overwrite: replace the shards of an existing output directory.
-    line_batch_size: lines per tokenizer call.
-    num_parallel_calls: tokenizer parallelism (`None`: one call per core).
-    file_prefix: shard file name prefix.
-  """
+    Attributes:
+      input_patterns: comma-separated files/globs (or a list); `None` for the
+        embedded gensim Wikipedia sample.
+      vocab_file: WordPiece vocabulary (one token per line).
+      output_dir: directory for the shards and `manifest.json`.
+      max_seq_length: longest packed sequence, `[CLS]`/`[SEP]` included.
+      num_shards: number of TFRecord files; examples go round-robin.
+      seed: seed of static masking (packing itself is deterministic).
+      static_masking: write Model Garden's pre-masked schema instead of
+        `input_word_ids` for dynamic masking.
+      dupe_factor: static masking only: masked copies of each sequence.
+      max_predictions_per_seq: static masking only: prediction slots.
+      mask_rate: static masking only: fraction of tokens masked.
+      lowercase: lowercase and strip accents (must match the vocabulary).
+      compression: `None` or `"gzip"`.
+      overwrite: replace the shards of an existing output directory.
+      line_batch_size: lines per tokenizer call.
+      num_parallel_calls: tokenizer parallelism (`None`: one call per core).
+      file_prefix: shard file name prefix.
+    """
 
-  input_patterns: Optional[object] = None
-  vocab_file: str = ""
-  output_dir: str = ""
-  max_seq_length: int = 128
-  num_shards: int = 8
-  seed: int = 12345
-  static_masking: bool = False
-  dupe_factor: int = 1
-  max_predictions_per_seq: int = 20
-  mask_rate: float = 0.15
-  lowercase: bool = False
-  compression: Optional[str] = None
-  overwrite: bool = False
-  line_batch_size: int = 1024
-  num_parallel_calls: Optional[int] = None
-  file_prefix: str = "pretrain"
+    input_patterns: Optional[object] = None
+    vocab_file: str = ""
+    output_dir: str = ""
+    max_seq_length: int = 128
+    num_shards: int = 8
+    seed: int = 12345
+    static_masking: bool = False
+    dupe_factor: int = 1
+    max_predictions_per_seq: int = 20
+    mask_rate: float = 0.15
+    lowercase: bool = False
+    compression: Optional[str] = None
+    overwrite: bool = False
+    line_batch_size: int = 1024
+    num_parallel_calls: Optional[int] = None
+    file_prefix: str = "pretrain"
 
-  def validate(self):
-    """Raises ValueError naming the first bad field."""
-    def bad(field, message):
-      raise ValueError(f"{field}: {message} (got {getattr(self, field)!r}).")
-    if not self.vocab_file:
-      bad("vocab_file", "a vocabulary file is required")
-    if not self.output_dir:
-      bad("output_dir", "an output directory is required")
-    if not isinstance(self.max_seq_length, int) or self.max_seq_length < 8:
-      bad("max_seq_length", "must be an int >= 8")
-    if not isinstance(self.num_shards, int) or self.num_shards < 1:
-      bad("num_shards", "must be an int >= 1")
-    if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
-      bad("dupe_factor", "must be an int >= 1")
-    if self.dupe_factor > 1 and not self.static_masking:
-      bad("dupe_factor", "only applies with static_masking (dynamic masking "
-          "draws new masks every epoch)")
-    if not 0.0 < self.mask_rate < 1.0:
-      bad("mask_rate", "must be in (0, 1)")
-    if self.static_masking and not (
-        1 <= self.max_predictions_per_seq <= self.max_seq_length):
-      bad("max_predictions_per_seq", "must be in [1, max_seq_length]")
-    if (self.compression.lower() if isinstance(self.compression, str) else
-        self.compression) not in _COMPRESSIONS:
-      bad("compression", "must be empty, 'none' or 'gzip'")
-    if not isinstance(self.line_batch_size, int) or self.line_batch_size < 1:
-      bad("line_batch_size", "must be an int >= 1")
+    def validate(self):
+        """Raises ValueError naming the first bad field."""
 
-  @property
-  def tf_compression(self):
-    key = self.compression.lower() if isinstance(self.compression,
-                                                 str) else self.compression
-    return _COMPRESSIONS[key]
+        def bad(field, message):
+            raise ValueError(
+                f"{field}: {message} (got {getattr(self, field)!r})."
+            )
+
+        if not self.vocab_file:
+            bad("vocab_file", "a vocabulary file is required")
+        if not self.output_dir:
+            bad("output_dir", "an output directory is required")
+        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 8:
+            bad("max_seq_length", "must be an int >= 8")
+        if not isinstance(self.num_shards, int) or self.num_shards < 1:
+            bad("num_shards", "must be an int >= 1")
+        if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
+            bad("dupe_factor", "must be an int >= 1")
+        if self.dupe_factor > 1 and not self.static_masking:
+            bad(
+                "dupe_factor",
+                "only applies with static_masking (dynamic masking "
+                "draws new masks every epoch)",
+            )
+        if not 0.0 < self.mask_rate < 1.0:
+            bad("mask_rate", "must be in (0, 1)")
+        if self.static_masking and not (
+            1 <= self.max_predictions_per_seq <= self.max_seq_length
+        ):
+            bad("max_predictions_per_seq", "must be in [1, max_seq_length]")
+        if (
+            self.compression.lower()
+            if isinstance(self.compression, str)
+            else self.compression
+        ) not in _COMPRESSIONS:
+            bad("compression", "must be empty, 'none' or 'gzip'")
+        if (
+            not isinstance(self.line_batch_size, int)
+            or self.line_batch_size < 1
+        ):
+            bad("line_batch_size", "must be an int >= 1")
+
+    @property
+    def tf_compression(self):
+        key = (
+            self.compression.lower()
+            if isinstance(self.compression, str)
+            else self.compression
+        )
+        return _COMPRESSIONS[key]
 
 
 def shard_names(prefix, num_shards, compression):
-  suffix = ".tfrecord" + (".gz" if compression == "GZIP" else "")
-  return [f"{prefix}-{i:05d}-of-{num_shards:05d}{suffix}"
-          for i in range(num_shards)]
+    suffix = ".tfrecord" + (".gz" if compression == "GZIP" else "")
+    return [
+        f"{prefix}-{i:05d}-of-{num_shards:05d}{suffix}"
+        for i in range(num_shards)
+    ]
 
 
-def tokenized_line_batches(input_files, vocabulary, lowercase, stats,
-                           line_batch_size=1024, num_parallel_calls=None):
-  """Tokenizes text files with TF-Text inside `tf.data`.
+def tokenized_line_batches(
+    input_files,
+    vocabulary,
+    lowercase,
+    stats,
+    line_batch_size=1024,
+    num_parallel_calls=None,
+):
+    """Tokenizes text files with TF-Text inside `tf.data`.
 
-  Args:
-    input_files: list of text files.
-    vocabulary: a `vocab.Vocabulary`.
-    lowercase: lowercase and strip accents (FastBertTokenizer's
-      `lower_case_nfd_strip_accents`).
-    stats: `corpus.CorpusStats` to update.
-    line_batch_size: lines per tokenizer call.
-    num_parallel_calls: parallel tokenizer calls (`None`: one per core).
+    Args:
+      input_files: list of text files.
+      vocabulary: a `vocab.Vocabulary`.
+      lowercase: lowercase and strip accents (FastBertTokenizer's
+        `lower_case_nfd_strip_accents`).
+      stats: `corpus.CorpusStats` to update.
+      line_batch_size: lines per tokenizer call.
+      num_parallel_calls: parallel tokenizer calls (`None`: one per core).
 
-  Returns:
-    An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
-    input order (the parallel map is deterministic).
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+    Returns:
+      An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
+      input order (the parallel map is deterministic).
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
 
-  tokenizer = tf_text.FastBertTokenizer(
-      vocab=list(vocabulary.tokens),
-      suffix_indicator="##",
-      token_out_type=tf.int32,
-      unknown_token="[UNK]",
-      lower_case_nfd_strip_accents=bool(lowercase))
+    tokenizer = tf_text.FastBertTokenizer(
+        vocab=list(vocabulary.tokens),
+        suffix_indicator="##",
+        token_out_type=tf.int32,
+        unknown_token="[UNK]",
+        lower_case_nfd_strip_accents=bool(lowercase),
+    )
 
-  def generate():
-    for lines, kinds in corpus.text_line_batches(
-        input_files, stats=stats, batch_size=line_batch_size):
-      yield np.array(lines, dtype=object), np.array(kinds, np.int8)
+    def generate():
+        for lines, kinds in corpus.text_line_batches(
+            input_files, stats=stats, batch_size=line_batch_size
+        ):
+            yield np.array(lines, dtype=object), np.array(kinds, np.int8)
 
-  # Plain TF ops: skipping AutoGraph's source conversion saves ~1 s start-up.
-  @tf.autograph.experimental.do_not_convert
-  def tokenize(lines, kinds):
-    ids = tokenizer.tokenize(lines)  # ragged [lines, word pieces]
-    if ids.shape.rank == 3:  # [lines, words, word pieces] in some versions.
-      ids = ids.merge_dims(1, 2)
-    return ids.flat_values, ids.row_splits, kinds
+    # Plain TF ops: skipping AutoGraph's source conversion saves ~1 s start-up.
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(lines, kinds):
+        ids = tokenizer.tokenize(lines)  # ragged [lines, word pieces]
+        if ids.shape.rank == 3:  # [lines, words, word pieces] in some versions.
+            ids = ids.merge_dims(1, 2)
+        return ids.flat_values, ids.row_splits, kinds
 
-  dataset = tf.data.Dataset.from_generator(
-      generate,
-      output_signature=(tf.TensorSpec([None], tf.string),
-                        tf.TensorSpec([None], tf.int8)))
-  dataset = dataset.map(
-      tokenize,
-      num_parallel_calls=num_parallel_calls or os.cpu_count() or 2,
-      deterministic=True).prefetch(4)
-  # Without the autotuning model, deleting the finished iterator is instant;
-  # with it, it stalled for 0.4-0.6 s in 8 of 25 trials (TF 2.21).
-  options = tf.data.Options()
-  options.autotune.enabled = False
-  return dataset.with_options(options).as_numpy_iterator()
+    dataset = tf.data.Dataset.from_generator(
+        generate,
+        output_signature=(
+            tf.TensorSpec([None], tf.string),
+            tf.TensorSpec([None], tf.int8),
+        ),
+    )
+    dataset = dataset.map(
+        tokenize,
+        num_parallel_calls=num_parallel_calls or os.cpu_count() or 2,
+        deterministic=True,
+    ).prefetch(4)
+    # Without the autotuning model, deleting the finished iterator is instant;
+    # with it, it stalled for 0.4-0.6 s in 8 of 25 trials (TF 2.21).
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options).as_numpy_iterator()
 
 
 def _check_output_dir(output_dir, overwrite):
-  """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
-  if os.path.exists(output_dir):
-    if not os.path.isdir(output_dir):
-      raise FileExistsError(
-          f"output_dir {output_dir} exists and is not a directory.")
-    if os.listdir(output_dir) and not overwrite:
-      raise FileExistsError(
-          f"output_dir {output_dir} already exists and is not empty; pass "
-          "--overwrite (ShardConfig.overwrite=True) to replace its shards.")
-  else:
-    os.makedirs(output_dir)
+    """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
+    if os.path.exists(output_dir):
+        if not os.path.isdir(output_dir):
+            raise FileExistsError(
+                f"output_dir {output_dir} exists and is not a directory."
+            )
+        if os.listdir(output_dir) and not overwrite:
+            raise FileExistsError(
+                f"output_dir {output_dir} already exists and is not empty; pass "
+                "--overwrite (ShardConfig.overwrite=True) to replace its shards."
+            )
+    else:
+        os.makedirs(output_dir)
 
 
 def _remove_previous_outputs(output_dir, keep):
-  """Deletes an older run's manifest (first) and shards, except `keep`."""
-  manifest_path = os.path.join(output_dir, manifest_lib.MANIFEST_NAME)
-  if os.path.exists(manifest_path):
-    os.remove(manifest_path)
-  for name in os.listdir(output_dir):
-    if name in keep:
-      continue
-    if ".tfrecord" in name and not name.startswith("."):
-      os.remove(os.path.join(output_dir, name))
+    """Deletes an older run's manifest (first) and shards, except `keep`."""
+    manifest_path = os.path.join(output_dir, manifest_lib.MANIFEST_NAME)
+    if os.path.exists(manifest_path):
+        os.remove(manifest_path)
+    for name in os.listdir(output_dir):
+        if name in keep:
+            continue
+        if ".tfrecord" in name and not name.startswith("."):
+            os.remove(os.path.join(output_dir, name))
 
 
 def build_shards(config):
-  """Builds MLM pre-training shards and their manifest from text.
+    """Builds MLM pre-training shards and their manifest from text.
 
-  Tokenization runs in TF-Text (`FastBertTokenizer`) inside a parallel
-  `tf.data` map; sequences are FULL-SENTENCES packed (`packing`) and written
-  round-robin to `config.num_shards` TFRecord files, under temporary names
-  that are renamed only when every shard is complete, `manifest.json` last.
-  The same inputs and config give byte-identical shards.
+    Tokenization runs in TF-Text (`FastBertTokenizer`) inside a parallel
+    `tf.data` map; sequences are FULL-SENTENCES packed (`packing`) and written
+    round-robin to `config.num_shards` TFRecord files, under temporary names
+    that are renamed only when every shard is complete, `manifest.json` last.
+    The same inputs and config give byte-identical shards.
 
-  Args:
-    config: a `ShardConfig`.
+    Args:
+      config: a `ShardConfig`.
 
-  Returns:
-    The manifest dict (also written to `output_dir/manifest.json`).
+    Returns:
+      The manifest dict (also written to `output_dir/manifest.json`).
 
-  Raises:
-    ValueError: bad config field, bad vocabulary, empty corpus.
-    FileNotFoundError: a missing input or vocabulary file.
-    FileExistsError: `output_dir` not empty and `overwrite` not set.
+    Raises:
+      ValueError: bad config field, bad vocabulary, empty corpus.
+      FileNotFoundError: a missing input or vocabulary file.
+      FileExistsError: `output_dir` not empty and `overwrite` not set.
 
-  Example:
-  >>> build_shards(ShardConfig(input_patterns="wiki/*.txt",
-  ...     vocab_file="vocab.txt", output_dir="shards", num_shards=16))  # doctest: +SKIP
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    Example:
+    >>> build_shards(ShardConfig(input_patterns="wiki/*.txt",
+    ...     vocab_file="vocab.txt", output_dir="shards", num_shards=16))  # doctest: +SKIP
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  config.validate()
-  vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
-  input_files = corpus.resolve_input_files(config.input_patterns)
-  compression = config.tf_compression
-  output_dir = os.fspath(config.output_dir)
-  _check_output_dir(output_dir, config.overwrite)
+    config.validate()
+    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+    input_files = corpus.resolve_input_files(config.input_patterns)
+    compression = config.tf_compression
+    output_dir = os.fspath(config.output_dir)
+    _check_output_dir(output_dir, config.overwrite)
 
-  names = shard_names(config.file_prefix, config.num_shards, compression)
-  final_paths = [os.path.join(output_dir, n) for n in names]
-  tmp_paths = [os.path.join(output_dir, "." + n + _TMP_SUFFIX) for n in names]
-  options = tf.io.TFRecordOptions(compression_type=compression)
-  writers = []
-  counts = [0] * config.num_shards
-  special = vocabulary.special_ids
-  corpus_stats = corpus.CorpusStats()
-  packer = packing.FullSentencesPacker(config.max_seq_length, special.cls,
-                                       special.sep)
-  unk_count = 0
-  start_time = time.time()
-  try:
-    writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
-    token_batches = tokenized_line_batches(
-        input_files, vocabulary, config.lowercase, corpus_stats,
-        config.line_batch_size, config.num_parallel_calls)
+    names = shard_names(config.file_prefix, config.num_shards, compression)
+    final_paths = [os.path.join(output_dir, n) for n in names]
+    tmp_paths = [os.path.join(output_dir, "." + n + _TMP_SUFFIX) for n in names]
+    options = tf.io.TFRecordOptions(compression_type=compression)
+    writers = []
+    counts = [0] * config.num_shards
+    special = vocabulary.special_ids
+    corpus_stats = corpus.CorpusStats()
+    packer = packing.FullSentencesPacker(
+        config.max_seq_length, special.cls, special.sep
+    )
+    unk_count = 0
+    start_time = time.time()
+    try:
+        writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
+        token_batches = tokenized_line_batches(
+            input_files,
+            vocabulary,
+            config.lowercase,
+            corpus_stats,
+            config.line_batch_size,
+            config.num_parallel_calls,
+        )
 
-    def counted(batches):
-      nonlocal unk_count
-      for flat_ids, row_splits, kinds in batches:
-        unk_count += int(np.count_nonzero(flat_ids == special.unk))
-        yield flat_ids, row_splits, kinds
+        def counted(batches):
+            nonlocal unk_count
+            for flat_ids, row_splits, kinds in batches:
+                unk_count += int(np.count_nonzero(flat_ids == special.unk))
+                yield flat_ids, row_splits, kinds
 
-    sequences = packing.pack_token_batches(
-        counted(token_batches), config.max_seq_length, special.cls,
-        special.sep, packer=packer)
-    serialized = serialized_examples(sequences, config, vocabulary)
-    example_index = 0
-    for record in serialized:
-      shard = example_index % config.num_shards
-      writers[shard].write(record)
-      counts[shard] += 1
-      example_index += 1
-    for writer in writers:
-      writer.close()
-    if example_index == 0:
-      raise ValueError(
-          "Empty corpus: no tokens in input file(s) "
-          f"{', '.join(input_files)}.")
-    shard_entries = []
-    for name, tmp_path, count in zip(names, tmp_paths, counts):
-      shard_entries.append({
-          "name": name,
-          "examples": count,
-          "bytes": os.path.getsize(tmp_path),
-          "sha256": vocab_lib.file_sha256(tmp_path),
-      })
-    # Every shard is complete: only now drop an older run's files (its
-    # manifest first), rename the new shards, then write the manifest.
-    _remove_previous_outputs(
-        output_dir, keep={os.path.basename(p) for p in tmp_paths})
-    for tmp_path, final_path in zip(tmp_paths, final_paths):
-      os.replace(tmp_path, final_path)
-  except BaseException:
-    for writer in writers:
-      try:
-        writer.close()
-      except Exception:  # pylint: disable=broad-except
-        pass
-    for path in tmp_paths:
-      if os.path.exists(path):
-        os.remove(path)
-    raise
-  elapsed = time.time() - start_time
+        sequences = packing.pack_token_batches(
+            counted(token_batches),
+            config.max_seq_length,
+            special.cls,
+            special.sep,
+            packer=packer,
+        )
+        serialized = serialized_examples(sequences, config, vocabulary)
+        example_index = 0
+        for record in serialized:
+            shard = example_index % config.num_shards
+            writers[shard].write(record)
+            counts[shard] += 1
+            example_index += 1
+        for writer in writers:
+            writer.close()
+        if example_index == 0:
+            raise ValueError(
+                "Empty corpus: no tokens in input file(s) "
+                f"{', '.join(input_files)}."
+            )
+        shard_entries = []
+        for name, tmp_path, count in zip(names, tmp_paths, counts):
+            shard_entries.append(
+                {
+                    "name": name,
+                    "examples": count,
+                    "bytes": os.path.getsize(tmp_path),
+                    "sha256": vocab_lib.file_sha256(tmp_path),
+                }
+            )
+        # Every shard is complete: only now drop an older run's files (its
+        # manifest first), rename the new shards, then write the manifest.
+        _remove_previous_outputs(
+            output_dir, keep={os.path.basename(p) for p in tmp_paths}
+        )
+        for tmp_path, final_path in zip(tmp_paths, final_paths):
+            os.replace(tmp_path, final_path)
+    except BaseException:
+        for writer in writers:
+            try:
+                writer.close()
+            except Exception:  # pylint: disable=broad-except
+                pass
+        for path in tmp_paths:
+            if os.path.exists(path):
+                os.remove(path)
+        raise
+    elapsed = time.time() - start_time
 
-  if corpus_stats.invalid_utf8_lines:
-    logging.warning(
-        "%d line(s) had bytes that are not UTF-8; they were replaced with "
-        "U+FFFD.", corpus_stats.invalid_utf8_lines)
-  text_tokens = packer.stats.text_tokens
-  unk_rate = unk_count / text_tokens if text_tokens else 0.0
-  if unk_rate > 0.05:
-    logging.warning(
-        "%.1f%% of tokens are [UNK]: does --lowercase match the vocabulary "
-        "%s?", 100 * unk_rate, vocabulary.path)
-  manifest = {
-      "format": manifest_lib.MANIFEST_FORMAT,
-      "format_version": manifest_lib.MANIFEST_FORMAT_VERSION,
-      "package_version": manifest_lib.package_version(),
-      "vocab": {
-          "file": os.path.basename(vocabulary.path),
-          "sha256": vocabulary.sha256,
-          "size": vocabulary.size,
-          "special_token_ids": dataclasses.asdict(special),
-      },
-      "lowercase": bool(config.lowercase),
-      "tokenizer": "tensorflow_text.FastBertTokenizer",
-      "packing": "full_sentences",
-      "max_seq_length": config.max_seq_length,
-      "schema": (manifest_lib.SCHEMA_STATIC
-                 if config.static_masking else manifest_lib.SCHEMA_DYNAMIC),
-      "features": list(manifest_lib.STATIC_FEATURES if config.static_masking
-                       else manifest_lib.DYNAMIC_FEATURES),
-      "static_masking": ({
-          "dupe_factor": config.dupe_factor,
-          "max_predictions_per_seq": config.max_predictions_per_seq,
-          "mask_rate": config.mask_rate,
-      } if config.static_masking else None),
-      "compression": compression,
-      "seed": config.seed,
-      "num_examples": sum(counts),
-      "shards": shard_entries,
-      "sources": [{"path": p, "bytes": os.path.getsize(p)}
-                  for p in input_files],
-      "stats": {
-          "corpus": dataclasses.asdict(corpus_stats),
-          "sequences": packer.stats.sequences,
-          "tokens": packer.stats.tokens,
-          "text_tokens": text_tokens,
-          "unk_tokens": unk_count,
-          "documents": packer.stats.documents,
-          "sentences": packer.stats.sentences,
-          "split_sentences": packer.stats.split_sentences,
-          "fill_ratio": round(
-              packer.stats.fill_ratio(config.max_seq_length), 6),
-      },
-  }
-  manifest_lib.write_manifest(output_dir, manifest)
-  logging.info("Wrote %d examples in %d shards to %s in %.1f s.",
-               sum(counts), config.num_shards, output_dir, elapsed)
-  return manifest
+    if corpus_stats.invalid_utf8_lines:
+        logging.warning(
+            "%d line(s) had bytes that are not UTF-8; they were replaced with "
+            "U+FFFD.",
+            corpus_stats.invalid_utf8_lines,
+        )
+    text_tokens = packer.stats.text_tokens
+    unk_rate = unk_count / text_tokens if text_tokens else 0.0
+    if unk_rate > 0.05:
+        logging.warning(
+            "%.1f%% of tokens are [UNK]: does --lowercase match the vocabulary "
+            "%s?",
+            100 * unk_rate,
+            vocabulary.path,
+        )
+    manifest = {
+        "format": manifest_lib.MANIFEST_FORMAT,
+        "format_version": manifest_lib.MANIFEST_FORMAT_VERSION,
+        "package_version": manifest_lib.package_version(),
+        "vocab": {
+            "file": os.path.basename(vocabulary.path),
+            "sha256": vocabulary.sha256,
+            "size": vocabulary.size,
+            "special_token_ids": dataclasses.asdict(special),
+        },
+        "lowercase": bool(config.lowercase),
+        "tokenizer": "tensorflow_text.FastBertTokenizer",
+        "packing": "full_sentences",
+        "max_seq_length": config.max_seq_length,
+        "schema": (
+            manifest_lib.SCHEMA_STATIC
+            if config.static_masking
+            else manifest_lib.SCHEMA_DYNAMIC
+        ),
+        "features": list(
+            manifest_lib.STATIC_FEATURES
+            if config.static_masking
+            else manifest_lib.DYNAMIC_FEATURES
+        ),
+        "static_masking": (
+            {
+                "dupe_factor": config.dupe_factor,
+                "max_predictions_per_seq": config.max_predictions_per_seq,
+                "mask_rate": config.mask_rate,
+            }
+            if config.static_masking
+            else None
+        ),
+        "compression": compression,
+        "seed": config.seed,
+        "num_examples": sum(counts),
+        "shards": shard_entries,
+        "sources": [
+            {"path": p, "bytes": os.path.getsize(p)} for p in input_files
+        ],
+        "stats": {
+            "corpus": dataclasses.asdict(corpus_stats),
+            "sequences": packer.stats.sequences,
+            "tokens": packer.stats.tokens,
+            "text_tokens": text_tokens,
+            "unk_tokens": unk_count,
+            "documents": packer.stats.documents,
+            "sentences": packer.stats.sentences,
+            "split_sentences": packer.stats.split_sentences,
+            "fill_ratio": round(
+                packer.stats.fill_ratio(config.max_seq_length), 6
+            ),
+        },
+    }
+    manifest_lib.write_manifest(output_dir, manifest)
+    logging.info(
+        "Wrote %d examples in %d shards to %s in %.1f s.",
+        sum(counts),
+        config.num_shards,
+        output_dir,
+        elapsed,
+    )
+    return manifest
 
 
 def padded_chunks(sequences, chunk_size, seq_length, pad_id):
-  """Groups variable-length sequences into padded `[N, seq_length]` chunks.
+    """Groups variable-length sequences into padded `[N, seq_length]` chunks.
 
-  Yields:
-    `(token_ids int32 [N, seq_length], lengths int32 [N])`, `N <= chunk_size`.
-  """
-  chunk = []
-  for ids in sequences:
-    chunk.append(ids)
-    if len(chunk) == chunk_size:
-      yield _pad(chunk, seq_length, pad_id)
-      chunk = []
-  if chunk:
-    yield _pad(chunk, seq_length, pad_id)
+    Yields:
+      `(token_ids int32 [N, seq_length], lengths int32 [N])`, `N <= chunk_size`.
+    """
+    chunk = []
+    for ids in sequences:
+        chunk.append(ids)
+        if len(chunk) == chunk_size:
+            yield _pad(chunk, seq_length, pad_id)
+            chunk = []
+    if chunk:
+        yield _pad(chunk, seq_length, pad_id)
 
 
 def _pad(chunk, seq_length, pad_id):
-  lengths = np.fromiter((len(ids) for ids in chunk), np.int32, len(chunk))
-  token_ids = np.full([len(chunk), seq_length], pad_id, np.int32)
-  # Row-major boolean assignment fills each row's leading slots in order.
-  token_ids[np.arange(seq_length)[np.newaxis, :] < lengths[:, np.newaxis]] = (
-      np.concatenate(chunk))
-  return token_ids, lengths
+    lengths = np.fromiter((len(ids) for ids in chunk), np.int32, len(chunk))
+    token_ids = np.full([len(chunk), seq_length], pad_id, np.int32)
+    # Row-major boolean assignment fills each row's leading slots in order.
+    token_ids[np.arange(seq_length)[np.newaxis, :] < lengths[:, np.newaxis]] = (
+        np.concatenate(chunk)
+    )
+    return token_ids, lengths
 
 
 def make_chunk_serializer(config, vocabulary):
-  """A `tf.function(token_ids, lengths, chunk_index) -> [N * D] records`.
+    """A `tf.function(token_ids, lengths, chunk_index) -> [N * D] records`.
 
-  Dynamic schema: one `input_word_ids` example per sequence (unpadded).
-  Static schema (TF Model Garden's, padded to `max_seq_length` and
-  `max_predictions_per_seq`): `dupe_factor` masked copies of each sequence,
-  one after the other, masked with `masking.mask_batch` under the stateless
-  seed `[seed, chunk_index * dupe_factor + copy]`, so the output depends
-  only on the inputs and the seed, never on thread timing.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    Dynamic schema: one `input_word_ids` example per sequence (unpadded).
+    Static schema (TF Model Garden's, padded to `max_seq_length` and
+    `max_predictions_per_seq`): `dupe_factor` masked copies of each sequence,
+    one after the other, masked with `masking.mask_batch` under the stateless
+    seed `[seed, chunk_index * dupe_factor + copy]`, so the output depends
+    only on the inputs and the seed, never on thread timing.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  seq_length = config.max_seq_length
-  signature = [tf.TensorSpec([None, seq_length], tf.int32),
-               tf.TensorSpec([None], tf.int32),
-               tf.TensorSpec([], tf.int64)]
+    seq_length = config.max_seq_length
+    signature = [
+        tf.TensorSpec([None, seq_length], tf.int32),
+        tf.TensorSpec([None], tf.int32),
+        tf.TensorSpec([], tf.int64),
+    ]
 
-  if not config.static_masking:
+    if not config.static_masking:
+
+        @tf.function(input_signature=signature, autograph=False)
+        def serialize_dynamic(token_ids, lengths, chunk_index):
+            del chunk_index  # No randomness.
+            return example_encoding.serialize_examples(
+                {"input_word_ids": ("int64", token_ids, lengths)}
+            )
+
+        return serialize_dynamic
+
+    is_special_table = masking.special_token_table(
+        vocabulary.size, vocabulary.special_token_ids
+    )
+    replacement = masking.replacement_ids(
+        vocabulary.size, vocabulary.special_token_ids
+    )
+    dupe_factor = config.dupe_factor
+    max_predictions = config.max_predictions_per_seq
+
+    # Features with few distinct values are encoded once, then gathered:
+    # input_mask by length, masked_lm_weights by number of predictions.
+    def entry_table(name, kind, rows):  # Eager, once: numpy bytes [R].
+        return example_encoding.feature_entries(
+            name, kind, tf.constant(rows)
+        ).numpy()
+
+    input_mask_table = entry_table(
+        "input_mask", "int64", _leading_ones(seq_length, np.int64)
+    )
+    weights_table = entry_table(
+        "masked_lm_weights", "float", _leading_ones(max_predictions, np.float32)
+    )
+    segment_ids_entry = entry_table(
+        "segment_ids", "int64", np.zeros([1, seq_length], np.int64)
+    )
+    next_sentence_entry = entry_table(
+        "next_sentence_labels", "int64", np.zeros([1, 1], np.int64)
+    )
+
     @tf.function(input_signature=signature, autograph=False)
-    def serialize_dynamic(token_ids, lengths, chunk_index):
-      del chunk_index  # No randomness.
-      return example_encoding.serialize_examples(
-          {"input_word_ids": ("int64", token_ids, lengths)})
-    return serialize_dynamic
+    def serialize_static(token_ids, lengths, chunk_index):
+        padding = tf.range(seq_length)[tf.newaxis, :] < lengths[:, tf.newaxis]
+        batch = tf.shape(token_ids)[0]
+        constant_entries = {
+            "input_mask": tf.gather(input_mask_table, lengths),
+            "segment_ids": tf.repeat(segment_ids_entry, batch),
+            "next_sentence_labels": tf.repeat(next_sentence_entry, batch),
+        }
+        copies = []
+        for copy in range(dupe_factor):
+            seed = tf.stack(
+                [
+                    tf.constant(config.seed, tf.int64),
+                    chunk_index * dupe_factor + copy,
+                ]
+            )
+            masked, positions, label_ids, weights = masking.mask_batch(
+                token_ids,
+                padding,
+                seed,
+                mask_rate=config.mask_rate,
+                max_predictions=max_predictions,
+                mask_id=vocabulary.special_ids.mask,
+                is_special_table=is_special_table,
+                replacement_id_array=replacement,
+            )
+            num_predictions = tf.reduce_sum(tf.cast(weights, tf.int32), axis=1)
+            copies.append(
+                example_encoding.examples_from_entries(
+                    dict(
+                        constant_entries,
+                        input_ids=example_encoding.feature_entries(
+                            "input_ids", "int64", masked
+                        ),
+                        masked_lm_positions=example_encoding.feature_entries(
+                            "masked_lm_positions", "int64", positions
+                        ),
+                        masked_lm_ids=example_encoding.feature_entries(
+                            "masked_lm_ids", "int64", label_ids
+                        ),
+                        masked_lm_weights=tf.gather(
+                            weights_table, num_predictions
+                        ),
+                    )
+                )
+            )
+        # Row-major: a sequence's copies are consecutive records.
+        return tf.reshape(tf.stack(copies, axis=1), [-1])
 
-  is_special_table = masking.special_token_table(
-      vocabulary.size, vocabulary.special_token_ids)
-  replacement = masking.replacement_ids(vocabulary.size,
-                                        vocabulary.special_token_ids)
-  dupe_factor = config.dupe_factor
-  max_predictions = config.max_predictions_per_seq
-
-  # Features with few distinct values are encoded once, then gathered:
-  # input_mask by length, masked_lm_weights by number of predictions.
-  def entry_table(name, kind, rows):  # Eager, once: numpy bytes [R].
-    return example_encoding.feature_entries(name, kind,
-                                            tf.constant(rows)).numpy()
-
-  input_mask_table = entry_table("input_mask", "int64",
-                                 _leading_ones(seq_length, np.int64))
-  weights_table = entry_table("masked_lm_weights", "float",
-                              _leading_ones(max_predictions, np.float32))
-  segment_ids_entry = entry_table("segment_ids", "int64",
-                                  np.zeros([1, seq_length], np.int64))
-  next_sentence_entry = entry_table("next_sentence_labels", "int64",
-                                    np.zeros([1, 1], np.int64))
-
-  @tf.function(input_signature=signature, autograph=False)
-  def serialize_static(token_ids, lengths, chunk_index):
-    padding = tf.range(seq_length)[tf.newaxis, :] < lengths[:, tf.newaxis]
-    batch = tf.shape(token_ids)[0]
-    constant_entries = {
-        "input_mask": tf.gather(input_mask_table, lengths),
-        "segment_ids": tf.repeat(segment_ids_entry, batch),
-        "next_sentence_labels": tf.repeat(next_sentence_entry, batch),
-    }
-    copies = []
-    for copy in range(dupe_factor):
-      seed = tf.stack([tf.constant(config.seed, tf.int64),
-                       chunk_index * dupe_factor + copy])
-      masked, positions, label_ids, weights = masking.mask_batch(
-          token_ids, padding, seed, mask_rate=config.mask_rate,
-          max_predictions=max_predictions,
-          mask_id=vocabulary.special_ids.mask,
-          is_special_table=is_special_table, replacement_id_array=replacement)
-      num_predictions = tf.reduce_sum(tf.cast(weights, tf.int32), axis=1)
-      copies.append(example_encoding.examples_from_entries(dict(
-          constant_entries,
-          input_ids=example_encoding.feature_entries(
-              "input_ids", "int64", masked),
-          masked_lm_positions=example_encoding.feature_entries(
-              "masked_lm_positions", "int64", positions),
-          masked_lm_ids=example_encoding.feature_entries(
-              "masked_lm_ids", "int64", label_ids),
-          masked_lm_weights=tf.gather(weights_table, num_predictions))))
-    # Row-major: a sequence's copies are consecutive records.
-    return tf.reshape(tf.stack(copies, axis=1), [-1])
-
-  return serialize_static
+    return serialize_static
 
 
 def _leading_ones(width, dtype):
-  """`[width + 1, width]`: row r has r ones, then zeros."""
-  return np.tril(np.ones([width + 1, width], dtype), -1)
+    """`[width + 1, width]`: row r has r ones, then zeros."""
+    return np.tril(np.ones([width + 1, width], dtype), -1)
 
 
-def serialized_examples(sequences, config, vocabulary, chunk_size=1024,
-                        max_chunks_in_flight=3):
-  """Yields the serialized `tf.train.Example`s of packed sequences, in order.
+def serialized_examples(
+    sequences, config, vocabulary, chunk_size=1024, max_chunks_in_flight=3
+):
+    """Yields the serialized `tf.train.Example`s of packed sequences, in order.
 
-  Sequences are padded into chunks in Python and serialized (and, for the
-  static schema, masked) a chunk at a time in TensorFlow. TensorFlow releases
-  the GIL, so while worker threads serialize the last chunks the caller's
-  thread goes on packing; at most `max_chunks_in_flight` chunks wait.
-  """
-  serialize = make_chunk_serializer(config, vocabulary)
+    Sequences are padded into chunks in Python and serialized (and, for the
+    static schema, masked) a chunk at a time in TensorFlow. TensorFlow releases
+    the GIL, so while worker threads serialize the last chunks the caller's
+    thread goes on packing; at most `max_chunks_in_flight` chunks wait.
+    """
+    serialize = make_chunk_serializer(config, vocabulary)
 
-  def run(token_ids, lengths, chunk_index):
-    return serialize(token_ids, lengths, chunk_index).numpy()
+    def run(token_ids, lengths, chunk_index):
+        return serialize(token_ids, lengths, chunk_index).numpy()
 
-  pending = collections.deque()
-  with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    try:
-      for chunk_index, (token_ids, lengths) in enumerate(padded_chunks(
-          sequences, chunk_size, config.max_seq_length,
-          vocabulary.special_ids.pad)):
-        pending.append(pool.submit(run, token_ids, lengths, chunk_index))
-        if len(pending) >= max_chunks_in_flight:
-          yield from pending.popleft().result()
-      while pending:
-        yield from pending.popleft().result()
-    finally:
-      for future in pending:
-        future.cancel()
+    pending = collections.deque()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            for chunk_index, (token_ids, lengths) in enumerate(
+                padded_chunks(
+                    sequences,
+                    chunk_size,
+                    config.max_seq_length,
+                    vocabulary.special_ids.pad,
+                )
+            ):
+                pending.append(
+                    pool.submit(run, token_ids, lengths, chunk_index)
+                )
+                if len(pending) >= max_chunks_in_flight:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

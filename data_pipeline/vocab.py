@@ -15,221 +15,245 @@ _SPECIAL_TOKEN_RE = re.compile(r"^\[[A-Za-z0-9_]+\]$")
 
 @dataclasses.dataclass(frozen=True)
 class SpecialTokenIds:
-  """Ids of the special tokens, looked up from a vocabulary file."""
+    """Ids of the special tokens, looked up from a vocabulary file."""
 
-  pad: int
-  unk: int
-  cls: int
-  sep: int
-  mask: int
+    pad: int
+    unk: int
+    cls: int
+    sep: int
+    mask: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
-  """A loaded WordPiece vocabulary.
+    """A loaded WordPiece vocabulary.
 
-  Attributes:
-    path: the vocabulary file.
-    tokens: the tokens, one per id.
-    sha256: hex digest of the file's bytes (what manifests record).
-    special_ids: `SpecialTokenIds`.
-    special_token_ids: ids of every bracketed special token (`[PAD]`,
-      `[unused0]`, ...); random MLM replacements never use them.
-  """
+    Attributes:
+      path: the vocabulary file.
+      tokens: the tokens, one per id.
+      sha256: hex digest of the file's bytes (what manifests record).
+      special_ids: `SpecialTokenIds`.
+      special_token_ids: ids of every bracketed special token (`[PAD]`,
+        `[unused0]`, ...); random MLM replacements never use them.
+    """
 
-  path: str
-  tokens: tuple
-  sha256: str
-  special_ids: SpecialTokenIds
-  special_token_ids: tuple
+    path: str
+    tokens: tuple
+    sha256: str
+    special_ids: SpecialTokenIds
+    special_token_ids: tuple
 
-  @property
-  def size(self):
-    return len(self.tokens)
+    @property
+    def size(self):
+        return len(self.tokens)
 
 
 def file_sha256(path, chunk_size=1 << 20):
-  """Hex sha256 of a file, read in chunks."""
-  digest = hashlib.sha256()
-  with open(path, "rb") as f:
-    while True:
-      chunk = f.read(chunk_size)
-      if not chunk:
-        break
-      digest.update(chunk)
-  return digest.hexdigest()
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(chunk_size)
+            if not chunk:
+                break
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def load_vocabulary(vocab_file):
-  """Loads a vocabulary file (one token per line) and checks its specials.
+    """Loads a vocabulary file (one token per line) and checks its specials.
 
-  Args:
-    vocab_file: path of a WordPiece vocabulary, one token per line.
+    Args:
+      vocab_file: path of a WordPiece vocabulary, one token per line.
 
-  Returns:
-    A `Vocabulary`.
+    Returns:
+      A `Vocabulary`.
 
-  Raises:
-    FileNotFoundError: if the file does not exist.
-    ValueError: if the file is empty, not UTF-8, has duplicate tokens or
-      misses one of `[PAD] [UNK] [CLS] [SEP] [MASK]`.
+    Raises:
+      FileNotFoundError: if the file does not exist.
+      ValueError: if the file is empty, not UTF-8, has duplicate tokens or
+        misses one of `[PAD] [UNK] [CLS] [SEP] [MASK]`.
 
-  Example:
-  >>> vocab = load_vocabulary("vocab.txt")  # doctest: +SKIP
-  >>> vocab.special_ids.mask  # doctest: +SKIP
-  4
-  """
-  vocab_file = os.fspath(vocab_file)
-  if not os.path.isfile(vocab_file):
-    raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
-  with open(vocab_file, "rb") as f:
-    raw = f.read()
-  try:
-    text = raw.decode("utf-8")
-  except UnicodeDecodeError as e:
-    raise ValueError(f"Vocabulary file {vocab_file} is not UTF-8: {e}") from e
-  tokens = text.split("\n")
-  if tokens and tokens[-1] == "":
-    tokens.pop()
-  tokens = [t.rstrip("\r") for t in tokens]
-  if not tokens:
-    raise ValueError(f"Vocabulary file {vocab_file} is empty.")
-  index = {}
-  for i, token in enumerate(tokens):
-    if token in index:
-      raise ValueError(
-          f"Vocabulary file {vocab_file} has duplicate token {token!r} "
-          f"(lines {index[token] + 1} and {i + 1}).")
-    index[token] = i
-  missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in index]
-  if missing:
-    raise ValueError(
-        f"Vocabulary file {vocab_file} is missing required special token(s) "
-        f"{', '.join(missing)}; a BERT vocabulary needs all of "
-        f"{' '.join(REQUIRED_SPECIAL_TOKENS)}.")
-  special_ids = SpecialTokenIds(
-      pad=index["[PAD]"], unk=index["[UNK]"], cls=index["[CLS]"],
-      sep=index["[SEP]"], mask=index["[MASK]"])
-  special_token_ids = tuple(
-      i for i, t in enumerate(tokens) if _SPECIAL_TOKEN_RE.match(t))
-  return Vocabulary(
-      path=vocab_file,
-      tokens=tuple(tokens),
-      sha256=hashlib.sha256(raw).hexdigest(),
-      special_ids=special_ids,
-      special_token_ids=special_token_ids)
+    Example:
+    >>> vocab = load_vocabulary("vocab.txt")  # doctest: +SKIP
+    >>> vocab.special_ids.mask  # doctest: +SKIP
+    4
+    """
+    vocab_file = os.fspath(vocab_file)
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+    with open(vocab_file, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(
+            f"Vocabulary file {vocab_file} is not UTF-8: {e}"
+        ) from e
+    tokens = text.split("\n")
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    tokens = [t.rstrip("\r") for t in tokens]
+    if not tokens:
+        raise ValueError(f"Vocabulary file {vocab_file} is empty.")
+    index = {}
+    for i, token in enumerate(tokens):
+        if token in index:
+            raise ValueError(
+                f"Vocabulary file {vocab_file} has duplicate token {token!r} "
+                f"(lines {index[token] + 1} and {i + 1})."
+            )
+        index[token] = i
+    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in index]
+    if missing:
+        raise ValueError(
+            f"Vocabulary file {vocab_file} is missing required special token(s) "
+            f"{', '.join(missing)}; a BERT vocabulary needs all of "
+            f"{' '.join(REQUIRED_SPECIAL_TOKENS)}."
+        )
+    special_ids = SpecialTokenIds(
+        pad=index["[PAD]"],
+        unk=index["[UNK]"],
+        cls=index["[CLS]"],
+        sep=index["[SEP]"],
+        mask=index["[MASK]"],
+    )
+    special_token_ids = tuple(
+        i for i, t in enumerate(tokens) if _SPECIAL_TOKEN_RE.match(t)
+    )
+    return Vocabulary(
+        path=vocab_file,
+        tokens=tuple(tokens),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        special_ids=special_ids,
+        special_token_ids=special_token_ids,
+    )
 
 
 def write_text_atomically(path, text):
-  """Writes `text` to `path` via a temporary file and `os.replace`."""
-  path = os.fspath(path)
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp_path = tempfile.mkstemp(
-      prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-  try:
-    # mkstemp creates 0600 files; give the usual umask-based mode instead.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp_path, 0o666 & ~umask)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp_path, path)
-  except BaseException:
-    if os.path.exists(tmp_path):
-      os.remove(tmp_path)
-    raise
+    """Writes `text` to `path` via a temporary file and `os.replace`."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
+    )
+    try:
+        # mkstemp creates 0600 files; give the usual umask-based mode instead.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_path, path)
+    except BaseException:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+        raise
 
 
-def build_vocabulary(input_patterns,
-                     vocab_size,
-                     output_file,
-                     lowercase=False,
-                     reserved_tokens=RESERVED_TOKENS,
-                     learn_params=None,
-                     line_batch_size=1024):
-  """Learns a WordPiece vocabulary with TF-Text and writes it atomically.
+def build_vocabulary(
+    input_patterns,
+    vocab_size,
+    output_file,
+    lowercase=False,
+    reserved_tokens=RESERVED_TOKENS,
+    learn_params=None,
+    line_batch_size=1024,
+):
+    """Learns a WordPiece vocabulary with TF-Text and writes it atomically.
 
-  The text is streamed through `tf.data` (sanitized to UTF-8, see
-  `corpus.text_line_batches`) into
-  `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`, which
-  splits words with BERT's basic tokenizer, counts them and learns the
-  WordPiece vocabulary. Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1,
-  `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
+    The text is streamed through `tf.data` (sanitized to UTF-8, see
+    `corpus.text_line_batches`) into
+    `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`, which
+    splits words with BERT's basic tokenizer, counts them and learns the
+    WordPiece vocabulary. Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1,
+    `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
 
-  Args:
-    input_patterns: comma-separated string or list of files/globs of text
-      (`.txt`, `.gz`, `.bz2`); `None` uses the embedded gensim Wikipedia
-      sample (`corpus.embedded_corpus_path()`).
-    vocab_size: target vocabulary size (an upper bound).
-    output_file: where to write the vocabulary, one token per line.
-    lowercase: lowercase and strip accents before learning.
-    reserved_tokens: tokens placed first in the vocabulary.
-    learn_params: extra keyword arguments for TF-Text's
-      `wordpiece_tokenizer_learner_lib.learn`.
-    line_batch_size: lines per tokenization batch.
+    Args:
+      input_patterns: comma-separated string or list of files/globs of text
+        (`.txt`, `.gz`, `.bz2`); `None` uses the embedded gensim Wikipedia
+        sample (`corpus.embedded_corpus_path()`).
+      vocab_size: target vocabulary size (an upper bound).
+      output_file: where to write the vocabulary, one token per line.
+      lowercase: lowercase and strip accents before learning.
+      reserved_tokens: tokens placed first in the vocabulary.
+      learn_params: extra keyword arguments for TF-Text's
+        `wordpiece_tokenizer_learner_lib.learn`.
+      line_batch_size: lines per tokenization batch.
 
-  Returns:
-    A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`
-    and `corpus_stats`.
+    Returns:
+      A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`
+      and `corpus_stats`.
 
-  Raises:
-    ValueError: on a bad `vocab_size`, missing reserved tokens or an empty
-      corpus. FileNotFoundError: if an input file is missing.
+    Raises:
+      ValueError: on a bad `vocab_size`, missing reserved tokens or an empty
+        corpus. FileNotFoundError: if an input file is missing.
 
-  Example:
-  >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
-  """
-  # Heavy imports stay local so that `import data_pipeline` is cheap.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bvd  # pylint: disable=g-import-not-at-top
-  from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
+    Example:
+    >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
+    """
+    # Heavy imports stay local so that `import data_pipeline` is cheap.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_text.tools.wordpiece_vocab import (
+        bert_vocab_from_dataset as bvd,
+    )  # pylint: disable=g-import-not-at-top
 
-  if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
-    raise ValueError(
-        f"vocab_size must be an int larger than the {len(reserved_tokens)} "
-        f"reserved tokens, got {vocab_size!r}.")
-  missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
-  if missing:
-    raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
-  input_files = corpus.resolve_input_files(input_patterns)
-  stats = corpus.CorpusStats()
+    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
 
-  def batches():
-    for lines, _ in corpus.text_line_batches(
-        input_files, stats=stats, batch_size=line_batch_size):
-      # Blank lines carry no words; skip them here.
-      nonblank = [line for line in lines if line]
-      if nonblank:
-        yield nonblank
+    if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
+        raise ValueError(
+            f"vocab_size must be an int larger than the {len(reserved_tokens)} "
+            f"reserved tokens, got {vocab_size!r}."
+        )
+    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
+    if missing:
+        raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
+    input_files = corpus.resolve_input_files(input_patterns)
+    stats = corpus.CorpusStats()
 
-  dataset = tf.data.Dataset.from_generator(
-      batches, output_signature=tf.TensorSpec([None], tf.string))
-  bert_tokenizer_params = {"lower_case": bool(lowercase)}
-  try:
-    vocab = bvd.bert_vocab_from_dataset(
-        dataset.prefetch(4),
-        vocab_size=vocab_size,
-        reserved_tokens=list(reserved_tokens),
-        bert_tokenizer_params=bert_tokenizer_params,
-        learn_params=dict(learn_params or {}))
-  except StopIteration:
-    vocab = None  # count_words() raises StopIteration on no words at all.
-  if stats.nonblank_lines == 0 or not vocab or len(vocab) <= len(
-      reserved_tokens):
-    raise ValueError(
-        "Empty corpus: no text found in input file(s) "
-        f"{', '.join(input_files)}.")
-  if list(vocab[:len(reserved_tokens)]) != list(reserved_tokens):
-    raise AssertionError("TF-Text did not put the reserved tokens first.")
-  write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
-  return {
-      "vocab_size": len(vocab),
-      "output_file": os.fspath(output_file),
-      "sha256": file_sha256(output_file),
-      "input_files": list(input_files),
-      "lowercase": bool(lowercase),
-      "corpus_stats": dataclasses.asdict(stats),
-  }
+    def batches():
+        for lines, _ in corpus.text_line_batches(
+            input_files, stats=stats, batch_size=line_batch_size
+        ):
+            # Blank lines carry no words; skip them here.
+            nonblank = [line for line in lines if line]
+            if nonblank:
+                yield nonblank
+
+    dataset = tf.data.Dataset.from_generator(
+        batches, output_signature=tf.TensorSpec([None], tf.string)
+    )
+    bert_tokenizer_params = {"lower_case": bool(lowercase)}
+    try:
+        vocab = bvd.bert_vocab_from_dataset(
+            dataset.prefetch(4),
+            vocab_size=vocab_size,
+            reserved_tokens=list(reserved_tokens),
+            bert_tokenizer_params=bert_tokenizer_params,
+            learn_params=dict(learn_params or {}),
+        )
+    except StopIteration:
+        vocab = None  # count_words() raises StopIteration on no words at all.
+    if (
+        stats.nonblank_lines == 0
+        or not vocab
+        or len(vocab) <= len(reserved_tokens)
+    ):
+        raise ValueError(
+            "Empty corpus: no text found in input file(s) "
+            f"{', '.join(input_files)}."
+        )
+    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
+        raise AssertionError("TF-Text did not put the reserved tokens first.")
+    write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
+    return {
+        "vocab_size": len(vocab),
+        "output_file": os.fspath(output_file),
+        "sha256": file_sha256(output_file),
+        "input_files": list(input_files),
+        "lowercase": bool(lowercase),
+        "corpus_stats": dataclasses.asdict(stats),
+    }

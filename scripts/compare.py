@@ -19,34 +19,61 @@ from tupe_tf.analysis import compare  # noqa: E402
 FLAGS = flags.FLAGS
 _DEFAULTS = compare.CompareConfig()
 flags.DEFINE_string("output_dir", _DEFAULTS.output_dir, "Output directory.")
-flags.DEFINE_list("variants", list(_DEFAULTS.variants),
-                  f"Variants, from {list(compare.VARIANTS)}.")
+flags.DEFINE_list(
+    "variants",
+    list(_DEFAULTS.variants),
+    f"Variants, from {list(compare.VARIANTS)}.",
+)
 flags.DEFINE_string("model_size", _DEFAULTS.model_size, "tiny|small|base|large")
 flags.DEFINE_integer("seq_length", _DEFAULTS.seq_length, "Pre-training length.")
 flags.DEFINE_integer("global_batch_size", _DEFAULTS.global_batch_size, "Batch.")
-flags.DEFINE_integer("num_train_steps", _DEFAULTS.num_train_steps,
-                     "Pre-training steps per variant.")
-flags.DEFINE_integer("eval_interval", _DEFAULTS.eval_interval,
-                     "Steps between validation-loss points.")
-flags.DEFINE_integer("eval_steps", _DEFAULTS.eval_steps,
-                     "Validation batches per point.")
+flags.DEFINE_integer(
+    "num_train_steps",
+    _DEFAULTS.num_train_steps,
+    "Pre-training steps per variant.",
+)
+flags.DEFINE_integer(
+    "eval_interval",
+    _DEFAULTS.eval_interval,
+    "Steps between validation-loss points.",
+)
+flags.DEFINE_integer(
+    "eval_steps", _DEFAULTS.eval_steps, "Validation batches per point."
+)
 flags.DEFINE_float("learning_rate", _DEFAULTS.learning_rate, "Pre-training LR.")
 flags.DEFINE_integer("seed", _DEFAULTS.seed, "Seed of weights and data order.")
-flags.DEFINE_string("glue_dir", None,
-                    "GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning.")
+flags.DEFINE_string(
+    "glue_dir",
+    None,
+    "GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning.",
+)
 flags.DEFINE_list("glue_tasks", list(_DEFAULTS.glue_tasks), "GLUE tasks.")
-flags.DEFINE_list("glue_seeds", [str(s) for s in _DEFAULTS.glue_seeds],
-                  "Fine-tuning seeds (median reported).")
-flags.DEFINE_float("glue_learning_rate", _DEFAULTS.glue_learning_rate,
-                   "Fine-tuning learning rate.")
-flags.DEFINE_integer("glue_epochs", _DEFAULTS.glue_epochs, "Fine-tuning epochs.")
-flags.DEFINE_integer("glue_seq_length", _DEFAULTS.glue_seq_length,
-                     "Fine-tuning sequence length.")
-flags.DEFINE_integer("glue_max_train_examples",
-                     _DEFAULTS.glue_max_train_examples,
-                     "Cap on fine-tuning examples per task (0: all).")
-flags.DEFINE_string("work_dir", _DEFAULTS.work_dir,
-                    "Where the default vocabulary and shards are built.")
+flags.DEFINE_list(
+    "glue_seeds",
+    [str(s) for s in _DEFAULTS.glue_seeds],
+    "Fine-tuning seeds (median reported).",
+)
+flags.DEFINE_float(
+    "glue_learning_rate",
+    _DEFAULTS.glue_learning_rate,
+    "Fine-tuning learning rate.",
+)
+flags.DEFINE_integer(
+    "glue_epochs", _DEFAULTS.glue_epochs, "Fine-tuning epochs."
+)
+flags.DEFINE_integer(
+    "glue_seq_length", _DEFAULTS.glue_seq_length, "Fine-tuning sequence length."
+)
+flags.DEFINE_integer(
+    "glue_max_train_examples",
+    _DEFAULTS.glue_max_train_examples,
+    "Cap on fine-tuning examples per task (0: all).",
+)
+flags.DEFINE_string(
+    "work_dir",
+    _DEFAULTS.work_dir,
+    "Where the default vocabulary and shards are built.",
+)
 
 
 def main(argv):

@@ -30,23 +30,50 @@ from tupe_tf.training import runtime_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_enum("task", "sst2", list(config_lib.GLUE_TASKS), "GLUE task (mnli reports matched and mismatched).")
-flags.DEFINE_string("preset", None, "Pre-trained preset directory (from scripts/pretrain.py).")
-flags.DEFINE_string("output_dir", "./runs/glue", "Where <task>/results.json goes.")
-flags.DEFINE_string("glue_dir", None, "Official-layout GLUE TSV directory (default: TFDS glue/<task>).")
+flags.DEFINE_enum(
+    "task",
+    "sst2",
+    list(config_lib.GLUE_TASKS),
+    "GLUE task (mnli reports matched and mismatched).",
+)
+flags.DEFINE_string(
+    "preset", None, "Pre-trained preset directory (from scripts/pretrain.py)."
+)
+flags.DEFINE_string(
+    "output_dir", "./runs/glue", "Where <task>/results.json goes."
+)
+flags.DEFINE_string(
+    "glue_dir",
+    None,
+    "Official-layout GLUE TSV directory (default: TFDS glue/<task>).",
+)
 flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per example (pairs included).")
-flags.DEFINE_list("learning_rates", ["2e-5", "3e-5", "4e-5", "5e-5"], "Learning rates swept.")
-flags.DEFINE_list("seeds", ["0", "1", "2", "3", "4"], "Seeds per learning rate (median reported).")
+flags.DEFINE_list(
+    "learning_rates", ["2e-5", "3e-5", "4e-5", "5e-5"], "Learning rates swept."
+)
+flags.DEFINE_list(
+    "seeds",
+    ["0", "1", "2", "3", "4"],
+    "Seeds per learning rate (median reported).",
+)
 flags.DEFINE_integer("batch_size", 32, "Batch size.")
 flags.DEFINE_integer("num_epochs", 10, "Epochs (the paper uses 5 or 10).")
 flags.DEFINE_float("warmup_ratio", 0.06, "Warm-up fraction of the total steps.")
-flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (not on LayerNorm/biases).")
+flags.DEFINE_float(
+    "weight_decay", 0.01, "AdamW weight decay (not on LayerNorm/biases)."
+)
 flags.DEFINE_float("dropout", 0.1, "Classifier dropout.")
-flags.DEFINE_integer("max_train_examples", None, "Cap on training examples (quick runs).")
-flags.DEFINE_integer("max_eval_examples", None, "Cap on dev examples (quick runs).")
+flags.DEFINE_integer(
+    "max_train_examples", None, "Cap on training examples (quick runs)."
+)
+flags.DEFINE_integer(
+    "max_eval_examples", None, "Cap on dev examples (quick runs)."
+)
 runtime_flags.define_runtime_flags()
-flags.DEFINE_integer("verbose", 2, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
+flags.DEFINE_integer(
+    "verbose", 2, "Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+)
 
 
 def config_from_flags():
@@ -89,7 +116,9 @@ def main(argv):
     except config_lib.InvalidInputError as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
-    print(f"\nGLUE {results['task']}: best learning rate {results['best_learning_rate']}")
+    print(
+        f"\nGLUE {results['task']}: best learning rate {results['best_learning_rate']}"
+    )
     print(json.dumps(results["best"], indent=2))
     print(f"  results: {results['results_file']}")
     return 0

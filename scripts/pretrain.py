@@ -30,7 +30,9 @@ from tupe_tf.training import runtime_flags  # noqa: E402
 FLAGS = flags.FLAGS
 
 # Model.
-flags.DEFINE_enum("model_size", "tiny", sorted(config_lib.MODEL_SIZES), "BERT dimensions.")
+flags.DEFINE_enum(
+    "model_size", "tiny", sorted(config_lib.MODEL_SIZES), "BERT dimensions."
+)
 flags.DEFINE_integer("num_layers", None, "Overrides --model_size.")
 flags.DEFINE_integer("num_heads", None, "Overrides --model_size.")
 flags.DEFINE_integer("hidden_dim", None, "Overrides --model_size.")
@@ -38,30 +40,65 @@ flags.DEFINE_integer("intermediate_dim", None, "Overrides --model_size.")
 flags.DEFINE_float("dropout", 0.1, "Dropout rate.")
 flags.DEFINE_integer("max_sequence_length", 512, "Position table size.")
 flags.DEFINE_integer("num_segments", 2, "Segment vocabulary size.")
-flags.DEFINE_enum("position_encoding", "tupe-r", list(config_lib.POSITION_ENCODINGS), "Position encoding.")
+flags.DEFINE_enum(
+    "position_encoding",
+    "tupe-r",
+    list(config_lib.POSITION_ENCODINGS),
+    "Position encoding.",
+)
 flags.DEFINE_boolean("untie_cls", True, "TUPE: untie [CLS] from positions.")
-flags.DEFINE_enum("segment_encoding", "input", list(config_lib.SEGMENT_ENCODINGS), "Segment encoding.")
-flags.DEFINE_integer("position_rank", None, "DIET-ABS rank (default: head size).")
-flags.DEFINE_enum("position_sharing", None, list(config_lib.POSITION_SHARINGS), "DIET sharing.")
+flags.DEFINE_enum(
+    "segment_encoding",
+    "input",
+    list(config_lib.SEGMENT_ENCODINGS),
+    "Segment encoding.",
+)
+flags.DEFINE_integer(
+    "position_rank", None, "DIET-ABS rank (default: head size)."
+)
+flags.DEFINE_enum(
+    "position_sharing",
+    None,
+    list(config_lib.POSITION_SHARINGS),
+    "DIET sharing.",
+)
 flags.DEFINE_integer("relative_buckets", 32, "Relative-position buckets.")
-flags.DEFINE_integer("relative_max_distance", 128, "Relative-position max distance.")
+flags.DEFINE_integer(
+    "relative_max_distance", 128, "Relative-position max distance."
+)
 
 # Data.
-flags.DEFINE_list("train_files", [], "Training shard patterns (default: built from the embedded corpus).")
+flags.DEFINE_list(
+    "train_files",
+    [],
+    "Training shard patterns (default: built from the embedded corpus).",
+)
 flags.DEFINE_list("eval_files", [], "Evaluation shard patterns.")
-flags.DEFINE_string("vocab_file", None, "Vocabulary the shards were built with.")
-flags.DEFINE_string("work_dir", "./runs/default", "Where default data (and model_dir) go.")
+flags.DEFINE_string(
+    "vocab_file", None, "Vocabulary the shards were built with."
+)
+flags.DEFINE_string(
+    "work_dir", "./runs/default", "Where default data (and model_dir) go."
+)
 flags.DEFINE_integer("seq_length", 128, "Sequence length of the shards.")
-flags.DEFINE_integer("max_predictions_per_seq", None, "Masked positions per sequence.")
+flags.DEFINE_integer(
+    "max_predictions_per_seq", None, "Masked positions per sequence."
+)
 flags.DEFINE_float("mask_rate", 0.15, "Fraction of tokens masked.")
 flags.DEFINE_integer("seed", 0, "Data order, masking and initialisation seed.")
 flags.DEFINE_integer("shuffle_buffer", 10000, "Shuffle buffer in examples.")
 
 # Optimisation (TUPE Table 2 defaults).
 flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
-flags.DEFINE_integer("warmup_steps", None, "Warm-up steps (overrides --warmup_ratio).")
-flags.DEFINE_float("warmup_ratio", 0.01, "Warm-up as a fraction of --num_train_steps.")
-flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (not on LayerNorm/biases).")
+flags.DEFINE_integer(
+    "warmup_steps", None, "Warm-up steps (overrides --warmup_ratio)."
+)
+flags.DEFINE_float(
+    "warmup_ratio", 0.01, "Warm-up as a fraction of --num_train_steps."
+)
+flags.DEFINE_float(
+    "weight_decay", 0.01, "AdamW weight decay (not on LayerNorm/biases)."
+)
 flags.DEFINE_float("beta_1", 0.9, "Adam beta_1.")
 flags.DEFINE_float("beta_2", 0.999, "Adam beta_2.")
 flags.DEFINE_float("epsilon", 1e-6, "Adam epsilon.")
@@ -73,13 +110,21 @@ flags.DEFINE_integer("global_batch_size", 32, "Batch summed over replicas.")
 runtime_flags.define_runtime_flags()
 
 # Outputs.
-flags.DEFINE_string("model_dir", None, "Checkpoints, logs, preset (default: <work_dir>/model).")
+flags.DEFINE_string(
+    "model_dir", None, "Checkpoints, logs, preset (default: <work_dir>/model)."
+)
 flags.DEFINE_integer("save_every", 200, "Checkpoint interval in steps.")
-flags.DEFINE_integer("eval_every", 1000, "Evaluation interval in steps, rounded up to a multiple of --save_every (0: end only).")
+flags.DEFINE_integer(
+    "eval_every",
+    1000,
+    "Evaluation interval in steps, rounded up to a multiple of --save_every (0: end only).",
+)
 flags.DEFINE_integer("eval_steps", 20, "Batches per evaluation.")
 flags.DEFINE_integer("log_every", 20, "TensorBoard interval in steps.")
 flags.DEFINE_integer("keep_checkpoints", 3, "Checkpoints kept.")
-flags.DEFINE_integer("verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent.")
+flags.DEFINE_integer(
+    "verbose", 1, "Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+)
 
 
 def config_from_flags():
@@ -159,10 +204,14 @@ def main(argv):
     print(json.dumps(results["eval"], indent=2))
     print(f"  step:          {results['global_step']}")
     print(f"  preset:        {results['preset_dir']}")
-    print(f"  checkpoints:   {os.path.join(results['model_dir'], 'checkpoints')}")
+    print(
+        f"  checkpoints:   {os.path.join(results['model_dir'], 'checkpoints')}"
+    )
     print(f"  TensorBoard:   tensorboard --logdir {results['tensorboard_dir']}")
     print(f"  vocabulary:    {results['vocab_file']}")
-    print(f"  results:       {os.path.join(results['model_dir'], 'results.json')}")
+    print(
+        f"  results:       {os.path.join(results['model_dir'], 'results.json')}"
+    )
     return 0
 
 

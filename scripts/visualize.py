@@ -18,11 +18,14 @@ from tupe_tf.analysis import visualize  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("preset", None, "Preset directory of a TupeBackbone.")
-flags.DEFINE_list("baseline_presets", [],
-                  "Other presets (e.g. a `bert` one) drawn beside it in the "
-                  "rank figure.")
-flags.DEFINE_string("output_dir", None,
-                    "Where the PNGs go (default: <preset>/figures).")
+flags.DEFINE_list(
+    "baseline_presets",
+    [],
+    "Other presets (e.g. a `bert` one) drawn beside it in the rank figure.",
+)
+flags.DEFINE_string(
+    "output_dir", None, "Where the PNGs go (default: <preset>/figures)."
+)
 flags.DEFINE_integer("sequence_length", 64, "Length of the maps and inputs.")
 flags.DEFINE_integer("seed", 0, "Seed of the random token inputs.")
 flags.mark_flag_as_required("preset")

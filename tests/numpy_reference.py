@@ -22,7 +22,9 @@ def softmax(x, axis=-1):
 
 
 def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return (
+        0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    )
 
 
 def t5_bucket(relative_position, num_buckets=32, max_distance=128):
@@ -34,14 +36,16 @@ def t5_bucket(relative_position, num_buckets=32, max_distance=128):
     if distance < exact:
         return bucket + distance
     large = exact + int(
-        math.log(distance / exact) / math.log(max_distance / exact)
+        math.log(distance / exact)
+        / math.log(max_distance / exact)
         * (half - exact)
     )
     return bucket + min(large, half - 1)
 
 
-def untied_correlation(table, ln_gamma, ln_beta, uq, bq, uk, bk, num_heads,
-                       scale, epsilon=1e-12):
+def untied_correlation(
+    table, ln_gamma, ln_beta, uq, bq, uk, bk, num_heads, scale, epsilon=1e-12
+):
     """`scale * (LN(p_a) U^Q + b^Q)_h . (LN(p_b) U^K + b^K)_h` for all rows."""
     p = layer_norm(table, ln_gamma, ln_beta, epsilon)
     rows, hidden = p.shape
@@ -55,12 +59,18 @@ def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
     hidden = weights["table"].shape[1]
     d = hidden // num_heads
     full = untied_correlation(
-        weights["table"], weights["ln_gamma"], weights["ln_beta"],
-        weights["uq"], weights["bq"], weights["uk"], weights["bk"],
-        num_heads, 1 / math.sqrt(2 * d),
+        weights["table"],
+        weights["ln_gamma"],
+        weights["ln_beta"],
+        weights["uq"],
+        weights["bq"],
+        weights["uk"],
+        weights["bk"],
+        num_heads,
+        1 / math.sqrt(2 * d),
     )
     offset = 1 if untie_cls else 0
-    v = full[:, offset:offset + n, offset:offset + n].copy()
+    v = full[:, offset : offset + n, offset : offset + n].copy()
     if relative_table is not None:
         for i in range(n):
             for j in range(n):
@@ -72,8 +82,9 @@ def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
     return v
 
 
-def attention_probabilities(x, wq, bq, wk, bk, scale, bias, key_mask,
-                            query_offset=None, key_offset=None):
+def attention_probabilities(
+    x, wq, bq, wk, bk, scale, bias, key_mask, query_offset=None, key_offset=None
+):
     """softmax_j(c q.k + beta) with masked keys excluded; `(B, H, n, n)`."""
     q = np.einsum("bnd,dhk->bnhk", x, wq) + bq
     k = np.einsum("bnd,dhk->bnhk", x, wk) + bk

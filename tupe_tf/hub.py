@@ -3,6 +3,7 @@
 import os
 
 import keras
+
 # The exported preprocessing graphs use TF-Text ops; importing the package
 # registers them before the SavedModel is loaded.
 import tensorflow_text  # noqa: F401

@@ -21,35 +21,60 @@ def tiny_data(tmp_path_factory):
         corpus.write_text(f.read(60_000))
     vocab = str(root / "vocab.txt")
     data_pipeline.build_vocabulary(str(corpus), 300, vocab, lowercase=True)
-    data_pipeline.build_shards(data_pipeline.ShardConfig(
-        input_patterns=str(corpus), vocab_file=vocab,
-        output_dir=str(root / "shards"), max_seq_length=SEQ, num_shards=2,
-        lowercase=True))
-    files = sorted(str(root / "shards" / f)
-                   for f in os.listdir(root / "shards") if ".tfrecord" in f)
+    data_pipeline.build_shards(
+        data_pipeline.ShardConfig(
+            input_patterns=str(corpus),
+            vocab_file=vocab,
+            output_dir=str(root / "shards"),
+            max_seq_length=SEQ,
+            num_shards=2,
+            lowercase=True,
+        )
+    )
+    files = sorted(
+        str(root / "shards" / f)
+        for f in os.listdir(root / "shards")
+        if ".tfrecord" in f
+    )
     # A tiny GLUE directory in the official layout.
     glue = root / "glue"
     (glue / "SST-2").mkdir(parents=True)
     rows = ["sentence\tlabel"] + [
         f"{'a good fine film' if i % 2 else 'a bad dull movie'} {i}\t{i % 2}"
-        for i in range(40)]
+        for i in range(40)
+    ]
     for split in ("train", "dev"):
         (glue / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
-    return {"train": files[:1], "eval": files[1:], "vocab": vocab,
-            "glue": str(glue)}
+    return {
+        "train": files[:1],
+        "eval": files[1:],
+        "vocab": vocab,
+        "glue": str(glue),
+    }
 
 
 def test_run_comparison_writes_curves_and_table(tmp_path, tiny_data):
     config = compare.CompareConfig(
-        output_dir=str(tmp_path / "out"), variants=["bert", "tupe-r"],
-        seq_length=SEQ, global_batch_size=8, num_train_steps=4,
-        eval_interval=2, eval_steps=2, glue_dir=tiny_data["glue"],
-        glue_tasks=["sst2"], glue_seeds=[0, 1], glue_epochs=1,
-        glue_seq_length=16, glue_max_train_examples=16,
-        train_files=tiny_data["train"], eval_files=tiny_data["eval"],
+        output_dir=str(tmp_path / "out"),
+        variants=["bert", "tupe-r"],
+        seq_length=SEQ,
+        global_batch_size=8,
+        num_train_steps=4,
+        eval_interval=2,
+        eval_steps=2,
+        glue_dir=tiny_data["glue"],
+        glue_tasks=["sst2"],
+        glue_seeds=[0, 1],
+        glue_epochs=1,
+        glue_seq_length=16,
+        glue_max_train_examples=16,
+        train_files=tiny_data["train"],
+        eval_files=tiny_data["eval"],
         vocab_file=tiny_data["vocab"],
-        model_dims=dict(num_layers=2, num_heads=2, hidden_dim=32,
-                        intermediate_dim=64))
+        model_dims=dict(
+            num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64
+        ),
+    )
     results = compare.run_comparison(config)
     for name in ("bert", "tupe-r"):
         curve = results["curves"][name]
@@ -65,7 +90,9 @@ def test_run_comparison_writes_curves_and_table(tmp_path, tiny_data):
 def test_bad_compare_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="--variants"):
         compare.validate_compare_config(
-            compare.CompareConfig(variants=["tupe-x"]))
+            compare.CompareConfig(variants=["tupe-x"])
+        )
     with pytest.raises(ValueError, match="--glue_dir"):
         compare.validate_compare_config(
-            compare.CompareConfig(glue_dir=str(tmp_path / "missing")))
+            compare.CompareConfig(glue_dir=str(tmp_path / "missing"))
+        )

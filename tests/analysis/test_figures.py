@@ -15,9 +15,14 @@ def test_numerical_ranks_of_known_matrices():
 
 def test_positional_bias_png(tmp_path):
     backbone = tupe_tf.TupeBackbone(
-        vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=16,
-        position_encoding="diet-rel")
+        vocabulary_size=50,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+        position_encoding="diet-rel",
+    )
     path = figures.plot_positional_bias(backbone, 8, str(tmp_path / "b.png"))
     image = matplotlib.image.imread(path)
     assert image.ndim == 3 and image.shape[0] > 100

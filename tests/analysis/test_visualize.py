@@ -10,9 +10,14 @@ from tupe_tf.analysis import visualize
 
 def _preset(tmp_path, option):
     backbone = tupe_tf.TupeBackbone(
-        vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=32,
-        position_encoding=option)
+        vocabulary_size=60,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=32,
+        position_encoding=option,
+    )
     path = str(tmp_path / option)
     backbone.save_to_preset(path)
     return path, backbone
@@ -22,10 +27,15 @@ def test_visualize_preset_writes_both_figures(tmp_path):
     tupe, _ = _preset(tmp_path, "tupe-a")
     bert, _ = _preset(tmp_path, "bert")
     paths = visualize.visualize_preset(
-        tupe, str(tmp_path / "figures"), sequence_length=24,
-        baseline_presets=[bert])
+        tupe,
+        str(tmp_path / "figures"),
+        sequence_length=24,
+        baseline_presets=[bert],
+    )
     assert [os.path.basename(p) for p in paths] == [
-        "positional_bias.png", "attention_rank.png"]
+        "positional_bias.png",
+        "attention_rank.png",
+    ]
     for path in paths:
         assert matplotlib.image.imread(path).shape[0] > 100
 
@@ -33,7 +43,8 @@ def test_visualize_preset_writes_both_figures(tmp_path):
 def test_rank_with_positions_at_input_is_bounded_by_head_size(tmp_path):
     _, backbone = _preset(tmp_path, "bert")
     ranks = figures.attention_ranks(
-        backbone, visualize.random_inputs(backbone, 24))
+        backbone, visualize.random_inputs(backbone, 24)
+    )
     assert ranks["head_dim"] == 8
     assert np.all(ranks["content"] <= 8)
     np.testing.assert_allclose(ranks["content"], ranks["with_bias"])

@@ -5,92 +5,112 @@ import random
 
 import pytest
 
-WORDS = ("the quick brown fox jumps over lazy dog alpha beta gamma delta "
-         "river mountain city village north south east west red green blue "
-         "small large old new first second third paper stone water fire "
-         "light dark music number science history language people world "
-         "house garden school market").split()
+WORDS = (
+    "the quick brown fox jumps over lazy dog alpha beta gamma delta "
+    "river mountain city village north south east west red green blue "
+    "small large old new first second third paper stone water fire "
+    "light dark music number science history language people world "
+    "house garden school market"
+).split()
 PUNCTUATION = [".", ",", "!"]
 TEST_SEQ_LENGTH = 32
 
 
 def make_corpus_text(num_docs=30, seed=0, long_line_every=4):
-  """Documents of lines of known words; some lines longer than a block."""
-  rng = random.Random(seed)
-  docs = []
-  for d in range(num_docs):
-    lines = []
-    for i in range(rng.randint(2, 8)):
-      n = rng.randint(2, 20)
-      if long_line_every and (d * 8 + i) % (long_line_every * 8) == 3:
-        n = rng.randint(40, 90)  # Longer than a 32-token block.
-      words = [rng.choice(WORDS) for _ in range(n)]
-      lines.append(" ".join(words) + rng.choice(PUNCTUATION))
-    docs.append("\n".join(lines))
-  return "\n\n".join(docs) + "\n"
+    """Documents of lines of known words; some lines longer than a block."""
+    rng = random.Random(seed)
+    docs = []
+    for d in range(num_docs):
+        lines = []
+        for i in range(rng.randint(2, 8)):
+            n = rng.randint(2, 20)
+            if long_line_every and (d * 8 + i) % (long_line_every * 8) == 3:
+                n = rng.randint(40, 90)  # Longer than a 32-token block.
+            words = [rng.choice(WORDS) for _ in range(n)]
+            lines.append(" ".join(words) + rng.choice(PUNCTUATION))
+        docs.append("\n".join(lines))
+    return "\n\n".join(docs) + "\n"
 
 
 def write_vocab(path, tokens=None, drop=()):
-  tokens = tokens or (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
-                      sorted(set(WORDS)) + PUNCTUATION +
-                      [chr(c) for c in range(ord("a"), ord("z") + 1)] +
-                      ["##" + chr(c) for c in range(ord("a"), ord("z") + 1)])
-  tokens = [t for t in tokens if t not in drop]
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("".join(t + "\n" for t in tokens))
-  return str(path)
+    tokens = tokens or (
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        + sorted(set(WORDS))
+        + PUNCTUATION
+        + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+        + ["##" + chr(c) for c in range(ord("a"), ord("z") + 1)]
+    )
+    tokens = [t for t in tokens if t not in drop]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokens))
+    return str(path)
 
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
-  return tmp_path_factory.mktemp("data_pipeline")
+    return tmp_path_factory.mktemp("data_pipeline")
 
 
 @pytest.fixture(scope="session")
 def corpus_file(data_dir):
-  path = data_dir / "corpus.txt"
-  path.write_text(make_corpus_text(), encoding="utf-8")
-  return str(path)
+    path = data_dir / "corpus.txt"
+    path.write_text(make_corpus_text(), encoding="utf-8")
+    return str(path)
 
 
 @pytest.fixture(scope="session")
 def vocab_file(data_dir):
-  return write_vocab(data_dir / "vocab.txt")
+    return write_vocab(data_dir / "vocab.txt")
 
 
 def _build(data_dir, corpus_file, vocab_file, name, **kwargs):
-  from data_pipeline import shards
-  output_dir = str(data_dir / name)
-  config = shards.ShardConfig(
-      input_patterns=corpus_file, vocab_file=vocab_file,
-      output_dir=output_dir, max_seq_length=TEST_SEQ_LENGTH, num_shards=3,
-      seed=7, **kwargs)
-  manifest = shards.build_shards(config)
-  return output_dir, manifest
+    from data_pipeline import shards
+
+    output_dir = str(data_dir / name)
+    config = shards.ShardConfig(
+        input_patterns=corpus_file,
+        vocab_file=vocab_file,
+        output_dir=output_dir,
+        max_seq_length=TEST_SEQ_LENGTH,
+        num_shards=3,
+        seed=7,
+        **kwargs,
+    )
+    manifest = shards.build_shards(config)
+    return output_dir, manifest
 
 
 @pytest.fixture(scope="session")
 def dynamic_shards(data_dir, corpus_file, vocab_file):
-  return _build(data_dir, corpus_file, vocab_file, "dynamic")
+    return _build(data_dir, corpus_file, vocab_file, "dynamic")
 
 
 @pytest.fixture(scope="session")
 def static_shards(data_dir, corpus_file, vocab_file):
-  return _build(data_dir, corpus_file, vocab_file, "static",
-                static_masking=True, max_predictions_per_seq=6, dupe_factor=2)
+    return _build(
+        data_dir,
+        corpus_file,
+        vocab_file,
+        "static",
+        static_masking=True,
+        max_predictions_per_seq=6,
+        dupe_factor=2,
+    )
 
 
 @pytest.fixture()
 def shard_copy(tmp_path, dynamic_shards):
-  """A private copy of the dynamic shards, safe to damage."""
-  import shutil
-  src, _ = dynamic_shards
-  dst = tmp_path / "shards"
-  shutil.copytree(src, dst)
-  return str(dst)
+    """A private copy of the dynamic shards, safe to damage."""
+    import shutil
+
+    src, _ = dynamic_shards
+    dst = tmp_path / "shards"
+    shutil.copytree(src, dst)
+    return str(dst)
 
 
 @pytest.fixture(autouse=True)
 def _cache_dir(tmp_path_factory, monkeypatch):
-  monkeypatch.setenv("TUPE_TF_CACHE_DIR",
-                     os.fspath(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv(
+        "TUPE_TF_CACHE_DIR", os.fspath(tmp_path_factory.getbasetemp() / "cache")
+    )

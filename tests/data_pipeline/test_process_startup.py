@@ -5,19 +5,25 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def _python(code):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-  return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
-                        capture_output=True, text=True, env=env, timeout=300,
-                        check=False)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_tensorflow_and_text_work_without_the_skipped_modules():
-  result = _python("""
+    result = _python("""
       import sys
       from data_pipeline import process_startup
       skipped = process_startup.skip_unused_optional_imports()
@@ -27,25 +33,26 @@ def test_tensorflow_and_text_work_without_the_skipped_modules():
       print(skipped, tok.tokenize(["abc"]).flat_values.numpy().tolist(),
             [sys.modules[m] for m in skipped])
       """)
-  assert result.returncode == 0, result.stderr
-  assert result.stdout.splitlines()[0] == (
-      "['IPython', 'matplotlib'] [2, 3] [None, None]")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "['IPython', 'matplotlib'] [2, 3] [None, None]"
+    )
 
 
 def test_already_imported_modules_are_left_alone():
-  result = _python("""
+    result = _python("""
       import json
       from data_pipeline import process_startup
       print(process_startup.skip_unused_optional_imports(("json", "nope_x")))
       import json as again
       print(again.dumps(1))
       """)
-  assert result.returncode == 0, result.stderr
-  assert result.stdout.splitlines() == ["['nope_x']", "1"]
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["['nope_x']", "1"]
 
 
 def test_exit_without_teardown_flushes_and_returns_the_code():
-  result = _python("""
+    result = _python("""
       import sys
       from absl import logging
       from data_pipeline import process_startup
@@ -54,6 +61,6 @@ def test_exit_without_teardown_flushes_and_returns_the_code():
       process_startup.exit_without_teardown(3)
       print("never")
       """)
-  assert result.returncode == 3
-  assert result.stdout == "to stdout"
-  assert "to stderr" in result.stderr
+    assert result.returncode == 3
+    assert result.stdout == "to stdout"
+    assert "to stderr" in result.stderr

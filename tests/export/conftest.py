@@ -8,9 +8,35 @@ import tensorflow as tf
 import tupe_tf
 import tupe_tf.export
 
-WORDS = ["the", "quick", "brown", "fox", "jumped", "over", "lazy", "dog",
-         "a", "cat", "sat", "on", "mat", "##s", ".", "!", ",", "cafe", "un",
-         "##believ", "##able", "猫", "is", "not", "good", "bad", "very"]
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumped",
+    "over",
+    "lazy",
+    "dog",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "##s",
+    ".",
+    "!",
+    ",",
+    "cafe",
+    "un",
+    "##believ",
+    "##able",
+    "猫",
+    "is",
+    "not",
+    "good",
+    "bad",
+    "very",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 SEQ_LENGTH = 16
 NUM_CLASSES = 3
@@ -38,9 +64,15 @@ TEXTS_B = [
 
 def tiny_backbone(position_encoding, **options):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=len(VOCAB), num_layers=2, num_heads=2, hidden_dim=32,
-        intermediate_dim=64, max_sequence_length=32,
-        position_encoding=position_encoding, **options)
+        vocabulary_size=len(VOCAB),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=32,
+        position_encoding=position_encoding,
+        **options,
+    )
 
 
 def randomize(model):
@@ -66,10 +98,13 @@ def exports(tmp_path_factory):
 
     # A pair classifier on TUPE-R.
     out.classifier_preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
-        tokenizer, sequence_length=SEQ_LENGTH)
+        tokenizer, sequence_length=SEQ_LENGTH
+    )
     out.classifier = tupe_tf.TupeTextClassifier(
-        tiny_backbone("tupe-r"), num_classes=NUM_CLASSES,
-        preprocessor=out.classifier_preprocessor)
+        tiny_backbone("tupe-r"),
+        num_classes=NUM_CLASSES,
+        preprocessor=out.classifier_preprocessor,
+    )
     randomize(out.classifier)
     out.classifier_preset = str(root / "classifier_preset")
     out.classifier.save_to_preset(out.classifier_preset)
@@ -77,30 +112,39 @@ def exports(tmp_path_factory):
     # A masked-LM preset on DIET-ABS with per-head segments: exports as a
     # backbone.
     mlm_preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
-        tokenizer, sequence_length=SEQ_LENGTH)
+        tokenizer, sequence_length=SEQ_LENGTH
+    )
     out.backbone = tiny_backbone("diet-abs", segment_encoding="per-head")
     randomize(out.backbone)
-    masked_lm = tupe_tf.TupeMaskedLM(out.backbone,
-                                     preprocessor=mlm_preprocessor)
+    masked_lm = tupe_tf.TupeMaskedLM(
+        out.backbone, preprocessor=mlm_preprocessor
+    )
     out.backbone_preset = str(root / "mlm_preset")
     masked_lm.save_to_preset(out.backbone_preset)
 
     def export(name, preset, export_format, **kwargs):
         path = str(root / name)
-        tupe_tf.export.export_preset(preset, path, export_format,
-                                     seq_length=SEQ_LENGTH, **kwargs)
+        tupe_tf.export.export_preset(
+            preset, path, export_format, seq_length=SEQ_LENGTH, **kwargs
+        )
         return path
 
-    out.serving_pair = export("serving_pair", out.classifier_preset,
-                              "serving",
-                              text_fields=["premise", "hypothesis"])
-    out.serving_backbone = export("serving_backbone", out.backbone_preset,
-                                  "serving")
+    out.serving_pair = export(
+        "serving_pair",
+        out.classifier_preset,
+        "serving",
+        text_fields=["premise", "hypothesis"],
+    )
+    out.serving_backbone = export(
+        "serving_backbone", out.backbone_preset, "serving"
+    )
     out.encoder = export("encoder", out.classifier_preset, "hub_encoder")
-    out.backbone_encoder = export("backbone_encoder", out.backbone_preset,
-                                  "hub_encoder")
-    out.preprocessor = export("preprocessor", out.classifier_preset,
-                              "hub_preprocessor")
+    out.backbone_encoder = export(
+        "backbone_encoder", out.backbone_preset, "hub_encoder"
+    )
+    out.preprocessor = export(
+        "preprocessor", out.classifier_preset, "hub_preprocessor"
+    )
     return out
 
 
@@ -126,15 +170,19 @@ def in_memory_packed(preprocessor, *segments):
 
 
 def encoder_inputs(packed):
-    return {"input_word_ids": packed["token_ids"],
-            "input_mask": packed["padding_mask"],
-            "input_type_ids": packed["segment_ids"]}
+    return {
+        "input_word_ids": packed["token_ids"],
+        "input_mask": packed["padding_mask"],
+        "input_type_ids": packed["segment_ids"],
+    }
 
 
 def backbone_inputs(encoder_input):
-    return {"token_ids": encoder_input["input_word_ids"],
-            "segment_ids": encoder_input["input_type_ids"],
-            "padding_mask": encoder_input["input_mask"]}
+    return {
+        "token_ids": encoder_input["input_word_ids"],
+        "segment_ids": encoder_input["input_type_ids"],
+        "padding_mask": encoder_input["input_mask"],
+    }
 
 
 def in_memory_encoder_outputs(backbone, encoder_input):

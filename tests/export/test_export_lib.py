@@ -11,8 +11,9 @@ import pytest
 import tupe_tf.export
 from tupe_tf.export import export_lib
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts",
-                      "export.py")
+SCRIPT = os.path.join(
+    os.path.dirname(__file__), "..", "..", "scripts", "export.py"
+)
 
 
 def test_atomic_export_dir_renames_into_place(tmp_path):
@@ -66,8 +67,9 @@ def test_missing_preset_file_names_the_file(exports, tmp_path):
     preset = _copy_preset(exports, tmp_path)
     os.remove(preset / "model.weights.h5")
     with pytest.raises(ValueError, match="model.weights.h5"):
-        tupe_tf.export.export_preset(str(preset), str(tmp_path / "out"),
-                                     "hub_encoder")
+        tupe_tf.export.export_preset(
+            str(preset), str(tmp_path / "out"), "hub_encoder"
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -75,8 +77,9 @@ def test_missing_vocabulary_names_the_file(exports, tmp_path):
     preset = _copy_preset(exports, tmp_path)
     os.remove(preset / "assets" / "tokenizer" / "vocabulary.txt")
     with pytest.raises(ValueError, match="vocabulary.txt"):
-        tupe_tf.export.export_preset(str(preset), str(tmp_path / "out"),
-                                     "hub_preprocessor")
+        tupe_tf.export.export_preset(
+            str(preset), str(tmp_path / "out"), "hub_preprocessor"
+        )
 
 
 def test_preset_of_another_version_is_refused(exports, tmp_path):
@@ -86,59 +89,86 @@ def test_preset_of_another_version_is_refused(exports, tmp_path):
     metadata["tupe_tf_version"] = "9.9.0"
     metadata_path.write_text(json.dumps(metadata))
     with pytest.raises(ValueError, match="9.9.0"):
-        tupe_tf.export.export_preset(str(preset), str(tmp_path / "out"),
-                                     "serving")
+        tupe_tf.export.export_preset(
+            str(preset), str(tmp_path / "out"), "serving"
+        )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"export_format": "onnx"}, "export_format"),
-    ({"export_format": "serving", "seq_length": 2}, "seq_length"),
-    ({"export_format": "serving", "seq_length": 64}, "max_sequence_length"),
-    ({"export_format": "serving", "text_fields": ["a", "b", "c"]},
-     "text_fields"),
-    ({"export_format": "hub_encoder", "text_fields": ["a"]}, "text_fields"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"export_format": "onnx"}, "export_format"),
+        ({"export_format": "serving", "seq_length": 2}, "seq_length"),
+        ({"export_format": "serving", "seq_length": 64}, "max_sequence_length"),
+        (
+            {"export_format": "serving", "text_fields": ["a", "b", "c"]},
+            "text_fields",
+        ),
+        ({"export_format": "hub_encoder", "text_fields": ["a"]}, "text_fields"),
+    ],
+)
 def test_bad_arguments_are_named(exports, tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        tupe_tf.export.export_preset(exports.classifier_preset,
-                                     str(tmp_path / "out"), **kwargs)
+        tupe_tf.export.export_preset(
+            exports.classifier_preset, str(tmp_path / "out"), **kwargs
+        )
 
 
 def test_loaded_preset_kinds(exports):
     assert export_lib.load_preset(exports.classifier_preset).kind == (
-        "classifier")
+        "classifier"
+    )
     # A masked-LM preset exports its backbone.
     assert export_lib.load_preset(exports.backbone_preset).kind == "backbone"
 
 
 def _script(*args):
-    return subprocess.run([sys.executable, SCRIPT, *args],
-                          capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
-    result = _script(f"--preset={exports.classifier_preset}",
-                     f"--export_dir={tmp_path / 'out'}", "--format=onnx")
+    result = _script(
+        f"--preset={exports.classifier_preset}",
+        f"--export_dir={tmp_path / 'out'}",
+        "--format=onnx",
+    )
     assert result.returncode != 0 and "--format" in result.stderr
-    result = _script(f"--preset={exports.classifier_preset}",
-                     f"--export_dir={tmp_path / 'out'}", "--format=serving",
-                     "--seq_length=1")
+    result = _script(
+        f"--preset={exports.classifier_preset}",
+        f"--export_dir={tmp_path / 'out'}",
+        "--format=serving",
+        "--seq_length=1",
+    )
     assert result.returncode != 0 and "--seq_length" in result.stderr
     existing = tmp_path / "existing"
     existing.mkdir()
-    result = _script(f"--preset={exports.classifier_preset}",
-                     f"--export_dir={existing}", "--format=serving")
+    result = _script(
+        f"--preset={exports.classifier_preset}",
+        f"--export_dir={existing}",
+        "--format=serving",
+    )
     assert result.returncode != 0 and "--overwrite" in result.stderr
-    result = _script(f"--preset={tmp_path / 'nowhere'}",
-                     f"--export_dir={tmp_path / 'out'}", "--format=serving")
+    result = _script(
+        f"--preset={tmp_path / 'nowhere'}",
+        f"--export_dir={tmp_path / 'out'}",
+        "--format=serving",
+    )
     assert result.returncode != 0 and "--preset" in result.stderr
 
 
 def test_script_exports(exports, tmp_path):
     out = tmp_path / "out"
-    result = _script(f"--preset={exports.classifier_preset}",
-                     f"--export_dir={out}", "--format=hub_preprocessor",
-                     "--seq_length=12")
+    result = _script(
+        f"--preset={exports.classifier_preset}",
+        f"--export_dir={out}",
+        "--format=hub_preprocessor",
+        "--seq_length=12",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "saved_model.pb").exists()
     metadata = export_lib.read_export_metadata(str(out))

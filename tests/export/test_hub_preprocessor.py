@@ -22,29 +22,35 @@ def preprocessor(exports, load_once):
 def _assert_same(exported, expected):
     for name in ("input_word_ids", "input_mask", "input_type_ids"):
         assert exported[name].dtype == tf.int32
-        np.testing.assert_array_equal(exported[name].numpy(), expected[name],
-                                      err_msg=name)
+        np.testing.assert_array_equal(
+            exported[name].numpy(), expected[name], err_msg=name
+        )
 
 
 def test_call_on_single_texts_matches_keras_hub(exports, preprocessor):
     expected = encoder_inputs(
-        in_memory_packed(exports.classifier_preprocessor, TEXTS_A))
+        in_memory_packed(exports.classifier_preprocessor, TEXTS_A)
+    )
     exported = preprocessor(tf.constant(TEXTS_A))
     assert exported["input_word_ids"].shape == (len(TEXTS_A), SEQ_LENGTH)
     _assert_same(exported, expected)
 
 
 def test_pairs_match_keras_hub_including_round_robin_truncation(
-        exports, preprocessor):
-    expected = encoder_inputs(in_memory_packed(
-        exports.classifier_preprocessor, TEXTS_A, TEXTS_B))
-    segments = [preprocessor.tokenize(tf.constant(t))
-                for t in (TEXTS_A, TEXTS_B)]
-    _assert_same(preprocessor.bert_pack_inputs(segments,
-                                               seq_length=SEQ_LENGTH),
-                 expected)
-    _assert_same(preprocessor([tf.constant(TEXTS_A), tf.constant(TEXTS_B)]),
-                 expected)
+    exports, preprocessor
+):
+    expected = encoder_inputs(
+        in_memory_packed(exports.classifier_preprocessor, TEXTS_A, TEXTS_B)
+    )
+    segments = [
+        preprocessor.tokenize(tf.constant(t)) for t in (TEXTS_A, TEXTS_B)
+    ]
+    _assert_same(
+        preprocessor.bert_pack_inputs(segments, seq_length=SEQ_LENGTH), expected
+    )
+    _assert_same(
+        preprocessor([tf.constant(TEXTS_A), tf.constant(TEXTS_B)]), expected
+    )
     # Row 3 is longer than SEQ_LENGTH in both segments: round robin splits
     # the 13 free places 7 + 6: [CLS] 7 [SEP] (type 0), 6 [SEP] (type 1).
     types = expected["input_type_ids"][3]
@@ -63,16 +69,19 @@ def test_tokenize_matches_the_in_memory_tokenizer(exports, preprocessor):
 
 
 def test_bert_pack_inputs_takes_other_lengths_and_flat_segments(
-        exports, preprocessor):
+    exports, preprocessor
+):
     tokenizer = exports.classifier_preprocessor.tokenizer
-    flat = tf.ragged.constant(tokenizer(tf.constant(TEXTS_A)),
-                              dtype=tf.int32)  # [batch, wordpieces]
+    flat = tf.ragged.constant(
+        tokenizer(tf.constant(TEXTS_A)), dtype=tf.int32
+    )  # [batch, wordpieces]
     packed = preprocessor.bert_pack_inputs([flat], seq_length=6)
     assert packed["input_word_ids"].shape == (len(TEXTS_A), 6)
     # "[CLS] the quick brown fox [SEP]"
     assert packed["input_word_ids"][0].numpy().tolist() == [
-        VOCAB.index(t) for t in
-        ["[CLS]", "the", "quick", "brown", "fox", "[SEP]"]]
+        VOCAB.index(t)
+        for t in ["[CLS]", "the", "quick", "brown", "fox", "[SEP]"]
+    ]
     # The empty text packs to "[CLS] [SEP]" and padding.
     assert packed["input_mask"][1].numpy().tolist() == [1, 1, 0, 0, 0, 0]
 
@@ -84,11 +93,14 @@ def test_vocabulary_is_an_asset(exports, preprocessor):
         assert f.read().splitlines() == VOCAB
 
 
-@pytest.mark.parametrize("bad_input", [
-    tf.constant([1, 2]),              # wrong dtype
-    tf.constant([["a", "b"]]),        # wrong rank
-    tf.constant("a"),                 # scalar
-])
+@pytest.mark.parametrize(
+    "bad_input",
+    [
+        tf.constant([1, 2]),  # wrong dtype
+        tf.constant([["a", "b"]]),  # wrong rank
+        tf.constant("a"),  # scalar
+    ],
+)
 def test_signature_refuses_wrong_dtype_or_rank(preprocessor, bad_input):
     with pytest.raises((ValueError, TypeError, tf.errors.InvalidArgumentError)):
         preprocessor.signatures["serving_default"](text=bad_input)

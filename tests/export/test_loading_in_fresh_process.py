@@ -27,10 +27,12 @@ CHECKS = os.path.join(os.path.dirname(__file__), "fresh_process_checks.py")
 def reference(exports):
     """In-memory results and export paths, saved for the subprocess."""
     backbone = exports.classifier.backbone
-    pair = encoder_inputs(in_memory_packed(exports.classifier_preprocessor,
-                                           TEXTS_A, TEXTS_B))
-    single = encoder_inputs(in_memory_packed(exports.classifier_preprocessor,
-                                             TEXTS_A))
+    pair = encoder_inputs(
+        in_memory_packed(exports.classifier_preprocessor, TEXTS_A, TEXTS_B)
+    )
+    single = encoder_inputs(
+        in_memory_packed(exports.classifier_preprocessor, TEXTS_A)
+    )
     outputs = in_memory_encoder_outputs(backbone, pair)
     ref = {
         "encoder": exports.encoder,
@@ -44,12 +46,15 @@ def reference(exports):
         "pooled_output": outputs["pooled_output"],
         "sequence_output": outputs["sequence_output"],
         "logits": np.asarray(exports.classifier(backbone_inputs(pair))),
-        "single_pooled_output": in_memory_encoder_outputs(
-            backbone, single)["pooled_output"],
+        "single_pooled_output": in_memory_encoder_outputs(backbone, single)[
+            "pooled_output"
+        ],
         **pair,
         **{f"single_{name}": t for name, t in single.items()},
-        **{f"encoder_outputs_{i}": t
-           for i, t in enumerate(outputs["encoder_outputs"])},
+        **{
+            f"encoder_outputs_{i}": t
+            for i, t in enumerate(outputs["encoder_outputs"])
+        },
     }
     path = os.path.join(exports.root, "reference.npz")
     np.savez(path, **ref)
@@ -63,11 +68,17 @@ def _run(mode, reference):
     # The checkout itself, installed or not.
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     result = subprocess.run(
-        [sys.executable, CHECKS, mode, reference], capture_output=True,
-        text=True, timeout=300, env=env, cwd=root)
+        [sys.executable, CHECKS, mode, reference],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=root,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return [line for line in result.stdout.splitlines()
-            if line.startswith("OK ")]
+    return [
+        line for line in result.stdout.splitlines() if line.startswith("OK ")
+    ]
 
 
 def test_keras3_saved_model_load_tfsm_layer_and_hub_load(reference):

@@ -11,15 +11,31 @@ def test_matches_numpy_and_keras_attention_without_bias():
     mask = np.array([[1] * 6, [1] * 4 + [0] * 2], "int32")
     bias = rng.normal(size=(1, 4, 6, 6)).astype("float32")
     layer = BiasedMultiHeadAttention(num_heads=4, key_dim=4, content_scale=0.3)
-    out, probs = layer(x, x, attention_mask=mask, attention_bias=bias,
-                       return_attention_scores=True)
-    w = {name: keras.ops.convert_to_numpy(getattr(layer, name).kernel)
-         for name in ("_query_dense", "_key_dense")}
-    b = {name: keras.ops.convert_to_numpy(getattr(layer, name).bias)
-         for name in ("_query_dense", "_key_dense")}
+    out, probs = layer(
+        x,
+        x,
+        attention_mask=mask,
+        attention_bias=bias,
+        return_attention_scores=True,
+    )
+    w = {
+        name: keras.ops.convert_to_numpy(getattr(layer, name).kernel)
+        for name in ("_query_dense", "_key_dense")
+    }
+    b = {
+        name: keras.ops.convert_to_numpy(getattr(layer, name).bias)
+        for name in ("_query_dense", "_key_dense")
+    }
     expected = ref.attention_probabilities(
-        x, w["_query_dense"], b["_query_dense"], w["_key_dense"],
-        b["_key_dense"], 0.3, bias, mask)
+        x,
+        w["_query_dense"],
+        b["_query_dense"],
+        w["_key_dense"],
+        b["_key_dense"],
+        0.3,
+        bias,
+        mask,
+    )
     np.testing.assert_allclose(probs, expected, atol=1e-5)
     assert probs.dtype == "float32"
 
@@ -32,9 +48,12 @@ def test_matches_numpy_and_keras_attention_without_bias():
     np.testing.assert_allclose(
         plain(x, x, attention_mask=mask),
         keras_mha(x, x, attention_mask=mask[:, None, :].astype(bool)),
-        atol=1e-5)
-    assert BiasedMultiHeadAttention.from_config(
-        plain.get_config()).get_config() == plain.get_config()
+        atol=1e-5,
+    )
+    assert (
+        BiasedMultiHeadAttention.from_config(plain.get_config()).get_config()
+        == plain.get_config()
+    )
 
 
 def test_attention_dropout_is_applied_in_training_only():

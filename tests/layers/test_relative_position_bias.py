@@ -11,7 +11,8 @@ def test_buckets_match_scalar_t5_reference(buckets, distance):
     relative = np.arange(-300, 301)
     expected = [ref.t5_bucket(int(r), buckets, distance) for r in relative]
     np.testing.assert_array_equal(
-        relative_position_buckets(relative, buckets, distance), expected)
+        relative_position_buckets(relative, buckets, distance), expected
+    )
 
 
 def test_bucket_layout():
@@ -26,14 +27,16 @@ def test_bucket_layout():
 
 
 def test_layer_output_and_config():
-    layer = RelativePositionBias(num_heads=3, max_sequence_length=20,
-                                 num_buckets=8, max_distance=10)
+    layer = RelativePositionBias(
+        num_heads=3, max_sequence_length=20, num_buckets=8, max_distance=10
+    )
     bias = np.asarray(layer(np.zeros((2, 7), "int32")))
     assert bias.shape == (1, 3, 7, 7)
     table = np.asarray(layer.relative_attention_bias)
     for i in range(7):
         for j in range(7):
             np.testing.assert_allclose(
-                bias[0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)])
+                bias[0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
+            )
     clone = RelativePositionBias.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()

@@ -24,15 +24,19 @@ ALL_CONFIGS = [
     dict(position_encoding="bert-ad"),
     dict(position_encoding="diet-abs"),
     dict(position_encoding="diet-abs", position_sharing="head-wise"),
-    dict(position_encoding="diet-abs", position_sharing="none",
-         position_rank=3),
+    dict(
+        position_encoding="diet-abs", position_sharing="none", position_rank=3
+    ),
     dict(position_encoding="diet-rel"),
     dict(position_encoding="diet-rel", position_sharing="layer-wise"),
     dict(position_encoding="diet-rel", position_sharing="head-wise"),
     dict(position_encoding="tupe-r", segment_encoding="per-head"),
     dict(position_encoding="diet-abs", segment_encoding="per-head"),
-    dict(position_encoding="diet-rel", segment_encoding="per-head",
-         position_sharing="none"),
+    dict(
+        position_encoding="diet-rel",
+        segment_encoding="per-head",
+        position_sharing="none",
+    ),
     dict(position_encoding="bert", segment_encoding="per-head"),
 ]
 
@@ -43,9 +47,15 @@ def config_id(config):
 
 def make_backbone(dtype=None, **options):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=VOCAB, num_layers=LAYERS, num_heads=HEADS,
-        hidden_dim=HIDDEN, intermediate_dim=FFN, max_sequence_length=MAX_LEN,
-        dropout=0.1, dtype=dtype, **options,
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=FFN,
+        max_sequence_length=MAX_LEN,
+        dropout=0.1,
+        dtype=dtype,
+        **options,
     )
 
 
@@ -56,10 +66,13 @@ def make_inputs(batch=2, length=12, real=(12, 9), seed=0):
     segment_ids = np.zeros((batch, length), "int32")
     for b, n in enumerate(real):
         padding_mask[b, :n] = 1
-        segment_ids[b, n // 2:n] = 1
+        segment_ids[b, n // 2 : n] = 1
     token_ids = token_ids * padding_mask
-    return {"token_ids": token_ids, "segment_ids": segment_ids,
-            "padding_mask": padding_mask}
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+    }
 
 
 def randomize(model, seed=0):
@@ -101,8 +114,12 @@ def reference_bias(backbone, inputs):
             "bk": np_(layer.key_projection.bias),
         }
         if option == "bert-ad":
-            p = ref.layer_norm(weights["table"][:n], weights["ln_gamma"],
-                               weights["ln_beta"], 1e-12)
+            p = ref.layer_norm(
+                weights["table"][:n],
+                weights["ln_gamma"],
+                weights["ln_beta"],
+                1e-12,
+            )
             offsets = (
                 (p @ weights["uq"] + weights["bq"]).reshape(n, HEADS, HEAD_DIM),
                 (p @ weights["uk"] + weights["bk"]).reshape(n, HEADS, HEAD_DIM),
@@ -110,10 +127,12 @@ def reference_bias(backbone, inputs):
         else:
             relative = (
                 np_(layer.relative_position_bias.relative_attention_bias)
-                if option == "tupe-r" else None
+                if option == "tupe-r"
+                else None
             )
-            bias[0] = ref.tupe_bias(weights, n, HEADS, backbone.untie_cls,
-                                    relative)
+            bias[0] = ref.tupe_bias(
+                weights, n, HEADS, backbone.untie_cls, relative
+            )
     elif option == "diet-abs":
         pq, pk = np_(layer.query_positions), np_(layer.key_positions)
         bias[0] = pq[0, :, :n] @ np.swapaxes(pk[0, :, :n], -1, -2)
@@ -126,7 +145,8 @@ def reference_bias(backbone, inputs):
         pairs = np_(backbone.segment_bias.segment_pairs)[0]  # (H', S, S)
         seg = inputs["segment_ids"]
         bias = bias + pairs[:, seg[:, :, None], seg[:, None, :]].transpose(
-            1, 0, 2, 3)
+            1, 0, 2, 3
+        )
     return bias, offsets
 
 
@@ -139,35 +159,59 @@ def reference_layer0(backbone, inputs):
         x = x + np_(backbone.position_embedding.position_embeddings)[:n]
     if backbone.segment_embedding is not None:
         x = x + np_(backbone.segment_embedding.embeddings)[seg]
-    x = ref.layer_norm(x, np_(backbone.embeddings_layer_norm.gamma),
-                       np_(backbone.embeddings_layer_norm.beta), 1e-12)
+    x = ref.layer_norm(
+        x,
+        np_(backbone.embeddings_layer_norm.gamma),
+        np_(backbone.embeddings_layer_norm.beta),
+        1e-12,
+    )
     option = backbone.position_encoding
-    scale = {"tupe-a": 1 / math.sqrt(2 * HEAD_DIM),
-             "tupe-r": 1 / math.sqrt(2 * HEAD_DIM),
-             "bert-ad": 1 / math.sqrt(4 * HEAD_DIM)}.get(
-                 option, 1 / math.sqrt(HEAD_DIM))
+    scale = {
+        "tupe-a": 1 / math.sqrt(2 * HEAD_DIM),
+        "tupe-r": 1 / math.sqrt(2 * HEAD_DIM),
+        "bert-ad": 1 / math.sqrt(4 * HEAD_DIM),
+    }.get(option, 1 / math.sqrt(HEAD_DIM))
     bias, (query_offset, key_offset) = reference_bias(backbone, inputs)
     layer = backbone.transformer_layers[0]
     attention = layer._self_attention_layer
     probs = ref.attention_probabilities(
-        x, np_(attention._query_dense.kernel), np_(attention._query_dense.bias),
-        np_(attention._key_dense.kernel), np_(attention._key_dense.bias),
-        scale, bias, inputs["padding_mask"], query_offset, key_offset,
+        x,
+        np_(attention._query_dense.kernel),
+        np_(attention._query_dense.bias),
+        np_(attention._key_dense.kernel),
+        np_(attention._key_dense.bias),
+        scale,
+        bias,
+        inputs["padding_mask"],
+        query_offset,
+        key_offset,
     )
     value = np.einsum("bnd,dhk->bnhk", x, np_(attention._value_dense.kernel))
     value = value + np_(attention._value_dense.bias)
     context = np.einsum("bhqs,bshk->bqhk", probs, value)
-    out = np.einsum("bqhk,hkd->bqd", context, np_(attention._output_dense.kernel))
+    out = np.einsum(
+        "bqhk,hkd->bqd", context, np_(attention._output_dense.kernel)
+    )
     out = out + np_(attention._output_dense.bias)
-    x = ref.layer_norm(out + x, np_(layer._self_attention_layer_norm.gamma),
-                       np_(layer._self_attention_layer_norm.beta), 1e-12)
+    x = ref.layer_norm(
+        out + x,
+        np_(layer._self_attention_layer_norm.gamma),
+        np_(layer._self_attention_layer_norm.beta),
+        1e-12,
+    )
     hidden = ref.gelu_tanh(
         x @ np_(layer._feedforward_intermediate_dense.kernel)
-        + np_(layer._feedforward_intermediate_dense.bias))
-    ffn = (hidden @ np_(layer._feedforward_output_dense.kernel)
-           + np_(layer._feedforward_output_dense.bias))
-    x = ref.layer_norm(ffn + x, np_(layer._feedforward_layer_norm.gamma),
-                       np_(layer._feedforward_layer_norm.beta), 1e-12)
+        + np_(layer._feedforward_intermediate_dense.bias)
+    )
+    ffn = hidden @ np_(layer._feedforward_output_dense.kernel) + np_(
+        layer._feedforward_output_dense.bias
+    )
+    x = ref.layer_norm(
+        ffn + x,
+        np_(layer._feedforward_layer_norm.gamma),
+        np_(layer._feedforward_layer_norm.beta),
+        1e-12,
+    )
     return probs, x
 
 
@@ -182,8 +226,9 @@ def test_layer0_matches_numpy_spec(options):
     probe = keras.Model(backbone.input, layer0.output)
     output = keras.ops.convert_to_numpy(probe(inputs))
     real = inputs["padding_mask"].astype(bool)
-    np.testing.assert_allclose(output[real], expected_output[real],
-                               atol=2e-4, rtol=1e-4)
+    np.testing.assert_allclose(
+        output[real], expected_output[real], atol=2e-4, rtol=1e-4
+    )
 
     # The probabilities themselves, from the layer's attention scores.
     attention = layer0._self_attention_layer
@@ -217,8 +262,10 @@ def test_positional_bias_matches_numpy(options):
         expected = np.einsum("ihd,jhd->hij", q, k) / math.sqrt(4 * HEAD_DIM)
     else:
         expected = reference_bias(backbone, inputs)[0][0]
-    if backbone.position_encoding == "diet-rel" and \
-            backbone.position_bias.units > 1:
+    if (
+        backbone.position_encoding == "diet-rel"
+        and backbone.position_bias.units > 1
+    ):
         expected = None  # per-layer tables: check every layer below
         table = np_(backbone.position_bias.relative_positions)
         for layer_index in range(LAYERS):
@@ -226,11 +273,15 @@ def test_positional_bias_matches_numpy(options):
                 for j in range(n):
                     np.testing.assert_allclose(
                         bias[layer_index, :, i, j],
-                        np.broadcast_to(table[layer_index, :, j - i + MAX_LEN - 1],
-                                        (HEADS,)), atol=1e-6)
+                        np.broadcast_to(
+                            table[layer_index, :, j - i + MAX_LEN - 1], (HEADS,)
+                        ),
+                        atol=1e-6,
+                    )
     else:
-        np.testing.assert_allclose(bias[0], np.broadcast_to(expected, bias[0].shape),
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            bias[0], np.broadcast_to(expected, bias[0].shape), atol=1e-5
+        )
 
 
 def test_cls_reset_structure_and_tied_ablation():
@@ -239,10 +290,13 @@ def test_cls_reset_structure_and_tied_ablation():
     randomize(untied)
     bias = untied.positional_bias(n)[0]  # (H, n, n)
     # [CLS] row: one value per head, [CLS]->[CLS] included.
-    np.testing.assert_allclose(bias[:, 0, :], bias[:, :1, :1].repeat(n, -1)[:, 0])
+    np.testing.assert_allclose(
+        bias[:, 0, :], bias[:, :1, :1].repeat(n, -1)[:, 0]
+    )
     # Everyone -> [CLS]: a second value per head, different from the first.
-    np.testing.assert_allclose(bias[:, 1:, 0],
-                               np.repeat(bias[:, 1:2, 0], n - 1, axis=1))
+    np.testing.assert_allclose(
+        bias[:, 1:, 0], np.repeat(bias[:, 1:2, 0], n - 1, axis=1)
+    )
     assert not np.allclose(bias[:, 0, 0], bias[:, 1, 0])
     # The rest is not constant.
     assert np.std(bias[:, 1:, 1:]) > 1e-3
@@ -258,8 +312,13 @@ def test_cls_reset_structure_and_tied_ablation():
 
 def test_bert_option_equals_keras_hub_bert_with_copied_weights():
     bert = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB, num_layers=LAYERS, num_heads=HEADS,
-        hidden_dim=HIDDEN, intermediate_dim=FFN, max_sequence_length=MAX_LEN)
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=FFN,
+        max_sequence_length=MAX_LEN,
+    )
     randomize(bert, seed=7)
     backbone = make_backbone(position_encoding="bert")
     new_variables = tupe_tf.load_bert_weights(backbone, bert)
@@ -275,15 +334,21 @@ def test_bert_option_equals_keras_hub_bert_with_copied_weights():
     new_variables = tupe_tf.load_bert_weights(tupe, bert)
     new_paths = {v.path.split("/")[0] for v in new_variables}
     assert new_paths == {"untied_position_bias"}
-    np.testing.assert_allclose(tupe.transformer_layers[1].weights[0],
-                               bert.transformer_layers[1].weights[0])
+    np.testing.assert_allclose(
+        tupe.transformer_layers[1].weights[0],
+        bert.transformer_layers[1].weights[0],
+    )
 
 
 def test_load_bert_weights_refuses_other_dims():
     bert = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB, num_layers=LAYERS, num_heads=HEADS,
-        hidden_dim=HIDDEN, intermediate_dim=2 * FFN,
-        max_sequence_length=MAX_LEN)
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=2 * FFN,
+        max_sequence_length=MAX_LEN,
+    )
     with pytest.raises(ValueError, match="intermediate_dim"):
         tupe_tf.load_bert_weights(make_backbone(position_encoding="bert"), bert)
 
@@ -298,8 +363,10 @@ def test_padding_invariance(options):
     out_long = backbone(long)["sequence_output"]
     real = short["padding_mask"].astype(bool)
     np.testing.assert_allclose(
-        np.asarray(out_long)[:, :10][real], np.asarray(out_short)[real],
-        atol=1e-5)
+        np.asarray(out_long)[:, :10][real],
+        np.asarray(out_short)[real],
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("options", ALL_CONFIGS, ids=config_id)
@@ -307,8 +374,12 @@ def test_gradients_reach_every_positional_parameter(options):
     backbone = make_backbone(**options)
     inputs = make_inputs(length=MAX_LEN, real=(MAX_LEN, MAX_LEN - 3))
     positional = []
-    for layer in (backbone.position_bias, backbone.segment_bias,
-                  backbone.position_embedding, backbone.segment_embedding):
+    for layer in (
+        backbone.position_bias,
+        backbone.segment_bias,
+        backbone.position_embedding,
+        backbone.segment_embedding,
+    ):
         if layer is not None:
             positional.extend(layer.trainable_weights)
     assert positional or options == {"position_encoding": "bert"}
@@ -330,21 +401,31 @@ def test_gradients_reach_every_positional_parameter(options):
 def test_position_bias_computed_once_and_shared():
     backbone = make_backbone(position_encoding="tupe-r")
     assert len(backbone.position_bias._inbound_nodes) == 1
-    biases = [node.arguments.kwargs["attention_bias"]
-              for layer in backbone.transformer_layers
-              for node in layer._inbound_nodes]
+    biases = [
+        node.arguments.kwargs["attention_bias"]
+        for layer in backbone.transformer_layers
+        for node in layer._inbound_nodes
+    ]
     assert all(b is biases[0] for b in biases)
     diet = make_backbone(position_encoding="diet-rel")  # per-layer tables
     assert len(diet.position_bias._inbound_nodes) == 1
-    biases = [node.arguments.kwargs["attention_bias"]
-              for layer in diet.transformer_layers
-              for node in layer._inbound_nodes]
+    biases = [
+        node.arguments.kwargs["attention_bias"]
+        for layer in diet.transformer_layers
+        for node in layer._inbound_nodes
+    ]
     assert biases[0] is not biases[1]
 
 
 # BERT-base dims, tiny vocabulary: the deltas do not depend on it.
-BASE = dict(vocabulary_size=10, num_layers=12, num_heads=12, hidden_dim=768,
-            intermediate_dim=3072, max_sequence_length=512)
+BASE = dict(
+    vocabulary_size=10,
+    num_layers=12,
+    num_heads=12,
+    hidden_dim=768,
+    intermediate_dim=3072,
+    max_sequence_length=512,
+)
 
 
 def test_parameter_count_deltas_at_bert_base_dims():
@@ -360,10 +441,19 @@ def test_parameter_count_deltas_at_bert_base_dims():
     assert abs((tupe_a - bert) - 2 * 768 * 768) < 10_000
     assert abs((tupe_a - bert) - 1.18e6) < 0.01e6
     assert count(position_encoding="tupe-r") - tupe_a == 32 * 12
-    assert (count(position_encoding="diet-abs", position_rank=128)
-            - bert == 1_179_648)
-    assert (count(position_encoding="diet-abs", position_rank=128,
-                  position_sharing="none") - bert == 18_481_152)
+    assert (
+        count(position_encoding="diet-abs", position_rank=128) - bert
+        == 1_179_648
+    )
+    assert (
+        count(
+            position_encoding="diet-abs",
+            position_rank=128,
+            position_sharing="none",
+        )
+        - bert
+        == 18_481_152
+    )
     assert count(position_encoding="diet-rel") - bert == -245_904
 
 
@@ -372,21 +462,32 @@ def test_parameter_count_deltas_at_bert_base_dims():
     [
         (dict(position_encoding="tupe"), "position_encoding.*bert-r"),
         (dict(segment_encoding="head"), "segment_encoding.*per-head"),
-        (dict(position_encoding="diet-abs", position_sharing="all"),
-         "position_sharing.*head-wise"),
-        (dict(position_encoding="tupe-r", position_sharing="none"),
-         "position_sharing"),
+        (
+            dict(position_encoding="diet-abs", position_sharing="all"),
+            "position_sharing.*head-wise",
+        ),
+        (
+            dict(position_encoding="tupe-r", position_sharing="none"),
+            "position_sharing",
+        ),
         (dict(position_encoding="bert", position_rank=8), "position_rank"),
         (dict(position_encoding="diet-rel", untie_cls=False), "untie_cls"),
-        (dict(position_encoding="bert-r", relative_buckets=7),
-         "relative_buckets"),
+        (
+            dict(position_encoding="bert-r", relative_buckets=7),
+            "relative_buckets",
+        ),
         (dict(num_heads=5), "divisible"),
     ],
 )
 def test_bad_options_are_refused(kwargs, match):
-    base = dict(vocabulary_size=VOCAB, num_layers=LAYERS, num_heads=HEADS,
-                hidden_dim=HIDDEN, intermediate_dim=FFN,
-                max_sequence_length=MAX_LEN)
+    base = dict(
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=FFN,
+        max_sequence_length=MAX_LEN,
+    )
     base.update(kwargs)
     with pytest.raises(ValueError, match=match):
         tupe_tf.TupeBackbone(**base)
@@ -399,32 +500,43 @@ def test_too_long_batch_is_refused_clearly(option):
     with pytest.raises(ValueError, match="max_sequence_length=16"):
         backbone(inputs)
 
-    @tf.function(input_signature=[{
-        k: tf.TensorSpec([None, None], tf.int32) for k in inputs}])
+    @tf.function(
+        input_signature=[
+            {k: tf.TensorSpec([None, None], tf.int32) for k in inputs}
+        ]
+    )
     def dynamic(batch):
         return backbone(batch)["sequence_output"]
 
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match="max_sequence_length=16"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="max_sequence_length=16"
+    ):
         dynamic(inputs)
     # In-range dynamic lengths still work.
-    assert dynamic(make_inputs(length=11, real=(11, 4))).shape == (2, 11, HIDDEN)
+    assert dynamic(make_inputs(length=11, real=(11, 4))).shape == (
+        2,
+        11,
+        HIDDEN,
+    )
 
 
 @pytest.mark.parametrize("option", ["tupe-r", "diet-abs", "bert-ad"])
 def test_variable_lengths_xla_and_fold(option):
-    backbone = make_backbone(position_encoding=option,
-                             segment_encoding="per-head")
+    backbone = make_backbone(
+        position_encoding=option, segment_encoding="per-head"
+    )
     randomize(backbone, seed=2)
     compiled = tf.function(
-        lambda batch: backbone(batch)["sequence_output"], jit_compile=True)
+        lambda batch: backbone(batch)["sequence_output"], jit_compile=True
+    )
     for length in (5, 12, MAX_LEN):
         inputs = make_inputs(length=length, real=(length, length - 2))
         eager = np.asarray(backbone(inputs)["sequence_output"])
         np.testing.assert_allclose(compiled(inputs), eager, atol=1e-5)
         backbone.fold_positional_bias([length])
         np.testing.assert_allclose(
-            backbone(inputs)["sequence_output"], eager, atol=1e-5)
+            backbone(inputs)["sequence_output"], eager, atol=1e-5
+        )
         backbone.unfold_positional_bias()
 
 
@@ -448,8 +560,11 @@ def test_mixed_bfloat16(option):
         return
     # And it trains through XLA (one option: XLA compiles are slow on CPU).
     mlm = keras_hub.models.BertMaskedLM(mixed, preprocessor=None)
-    mlm.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(
-        from_logits=True), jit_compile=True)
+    mlm.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True,
+    )
     x = {**inputs, "mask_positions": np.array([[1, 2], [3, 4]], "int32")}
     history = mlm.fit(x, np.array([[5, 6], [7, 8]]), epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
@@ -465,14 +580,20 @@ def test_attention_logits_and_rank_bound(option):
     assert len(with_bias) == LAYERS and with_bias[0].shape == (1, HEADS, 16, 16)
     # Softmax of the logits is the layer's attention (no padding here).
     expected_probs, _ = reference_layer0(backbone, inputs)
-    np.testing.assert_allclose(ref.softmax(with_bias[0].astype("float64")),
-                               expected_probs, atol=1e-5)
+    np.testing.assert_allclose(
+        ref.softmax(with_bias[0].astype("float64")), expected_probs, atol=1e-5
+    )
     # Without the per-head bias the rank is bounded by the head size.
-    ranks = [np.linalg.matrix_rank(m.astype("float64"), tol=1e-4 * np.abs(m).max())
-             for m in content[1][0]]
+    ranks = [
+        np.linalg.matrix_rank(m.astype("float64"), tol=1e-4 * np.abs(m).max())
+        for m in content[1][0]
+    ]
     assert max(ranks) <= HEAD_DIM + (1 if option == "bert-ad" else 0)
     if option in ("tupe-a", "diet-rel"):
-        full = [np.linalg.matrix_rank(m.astype("float64"),
-                                      tol=1e-4 * np.abs(m).max())
-                for m in with_bias[1][0]]
+        full = [
+            np.linalg.matrix_rank(
+                m.astype("float64"), tol=1e-4 * np.abs(m).max()
+            )
+            for m in with_bias[1][0]
+        ]
         assert min(full) > HEAD_DIM

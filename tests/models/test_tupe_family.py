@@ -9,27 +9,51 @@ import pytest
 
 import tupe_tf
 
-WORDS = ["the", "quick", "brown", "fox", "jumped", "over", "lazy", "dog",
-         "a", "cat", "sat", "on", "mat", "##s", "."]
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumped",
+    "over",
+    "lazy",
+    "dog",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "##s",
+    ".",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 
 
 def tiny_backbone(**options):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=len(VOCAB), num_layers=2, num_heads=2, hidden_dim=32,
-        intermediate_dim=64, max_sequence_length=32, **options)
+        vocabulary_size=len(VOCAB),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=32,
+        **options,
+    )
 
 
 def test_keras_hub_bert_tasks_accept_the_backbone():
     backbone = tiny_backbone(position_encoding="tupe-r")
     mlm = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
-    x = {"token_ids": np.array([[2, 5, 4, 7, 3, 0]] * 2, "int32"),
-         "segment_ids": np.zeros((2, 6), "int32"),
-         "padding_mask": np.array([[1, 1, 1, 1, 1, 0]] * 2, "int32"),
-         "mask_positions": np.array([[2, 3]] * 2, "int32")}
+    x = {
+        "token_ids": np.array([[2, 5, 4, 7, 3, 0]] * 2, "int32"),
+        "segment_ids": np.zeros((2, 6), "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 1, 0]] * 2, "int32"),
+        "mask_positions": np.array([[2, 3]] * 2, "int32"),
+    }
     assert mlm(x).shape == (2, 2, len(VOCAB))
     classifier = keras_hub.models.BertTextClassifier(
-        backbone=backbone, num_classes=3, preprocessor=None)
+        backbone=backbone, num_classes=3, preprocessor=None
+    )
     x.pop("mask_positions")
     assert classifier(x).shape == (2, 3)
 
@@ -37,24 +61,35 @@ def test_keras_hub_bert_tasks_accept_the_backbone():
 @pytest.mark.parametrize("option", ["tupe-r", "diet-abs", "bert-ad"])
 def test_masked_lm_preset_round_trip(tmp_path, option):
     tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
-    preprocessor = tupe_tf.TupeMaskedLMPreprocessor(tokenizer,
-                                                    sequence_length=12)
-    backbone = tiny_backbone(position_encoding=option,
-                             segment_encoding="per-head")
+    preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
+        tokenizer, sequence_length=12
+    )
+    backbone = tiny_backbone(
+        position_encoding=option, segment_encoding="per-head"
+    )
     mlm = tupe_tf.TupeMaskedLM(backbone, preprocessor=preprocessor)
     preset = str(tmp_path / "preset")
     mlm.save_to_preset(preset)
-    assert {"config.json", "model.weights.h5", "tokenizer.json",
-            "task.json"} <= set(os.listdir(preset))
+    assert {
+        "config.json",
+        "model.weights.h5",
+        "tokenizer.json",
+        "task.json",
+    } <= set(os.listdir(preset))
 
-    x = {"token_ids": np.array([[2, 5, 4, 7, 3, 0]], "int32"),
-         "segment_ids": np.array([[0, 0, 0, 1, 1, 0]], "int32"),
-         "padding_mask": np.array([[1, 1, 1, 1, 1, 0]], "int32")}
+    x = {
+        "token_ids": np.array([[2, 5, 4, 7, 3, 0]], "int32"),
+        "segment_ids": np.array([[0, 0, 0, 1, 1, 0]], "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 1, 0]], "int32"),
+    }
     restored = tupe_tf.TupeBackbone.from_preset(preset)
     assert isinstance(restored, tupe_tf.TupeBackbone)
     assert restored.position_encoding == option
-    np.testing.assert_allclose(restored(x)["sequence_output"],
-                               backbone(x)["sequence_output"], atol=1e-6)
+    np.testing.assert_allclose(
+        restored(x)["sequence_output"],
+        backbone(x)["sequence_output"],
+        atol=1e-6,
+    )
 
     task = keras_hub.models.MaskedLM.from_preset(preset)
     assert isinstance(task, tupe_tf.TupeMaskedLM)
@@ -66,28 +101,36 @@ def test_masked_lm_preset_round_trip(tmp_path, option):
     # of a shorter backbone takes its length explicitly.
     classifier_preprocessor = (
         keras_hub.models.TextClassifierPreprocessor.from_preset(
-            preset, sequence_length=12))
+            preset, sequence_length=12
+        )
+    )
     classifier = keras_hub.models.TextClassifier.from_preset(
-        preset, num_classes=2, preprocessor=classifier_preprocessor)
+        preset, num_classes=2, preprocessor=classifier_preprocessor
+    )
     assert isinstance(classifier, tupe_tf.TupeTextClassifier)
-    assert isinstance(classifier.preprocessor,
-                      tupe_tf.TupeTextClassifierPreprocessor)
+    assert isinstance(
+        classifier.preprocessor, tupe_tf.TupeTextClassifierPreprocessor
+    )
     probabilities = classifier.predict(
-        (["the quick fox", "a cat"], ["the dog sat", "on the mat"]),
-        verbose=0)
+        (["the quick fox", "a cat"], ["the dog sat", "on the mat"]), verbose=0
+    )
     assert probabilities.shape == (2, 2)
-    assert isinstance(keras_hub.tokenizers.Tokenizer.from_preset(preset),
-                      tupe_tf.TupeTokenizer)
+    assert isinstance(
+        keras_hub.tokenizers.Tokenizer.from_preset(preset),
+        tupe_tf.TupeTokenizer,
+    )
 
 
 @pytest.mark.parametrize("option", tupe_tf.POSITION_ENCODINGS)
 def test_keras_file_round_trip(tmp_path, option):
     backbone = tiny_backbone(position_encoding=option)
     mlm = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
-    x = {"token_ids": np.array([[2, 5, 6, 7, 3]], "int32"),
-         "segment_ids": np.array([[0, 0, 1, 1, 1]], "int32"),
-         "padding_mask": np.ones((1, 5), "int32"),
-         "mask_positions": np.array([[1, 2]], "int32")}
+    x = {
+        "token_ids": np.array([[2, 5, 6, 7, 3]], "int32"),
+        "segment_ids": np.array([[0, 0, 1, 1, 1]], "int32"),
+        "padding_mask": np.ones((1, 5), "int32"),
+        "mask_positions": np.array([[1, 2]], "int32"),
+    }
     path = str(tmp_path / "model.keras")
     mlm.save(path)
     restored = keras.saving.load_model(path)
@@ -98,8 +141,11 @@ def test_keras_file_round_trip(tmp_path, option):
 
 def test_backbone_config_round_trip_keeps_every_option():
     backbone = tiny_backbone(
-        position_encoding="diet-abs", position_rank=3,
-        position_sharing="head-wise", segment_encoding="per-head")
+        position_encoding="diet-abs",
+        position_rank=3,
+        position_sharing="head-wise",
+        segment_encoding="per-head",
+    )
     clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
     assert clone.get_config() == backbone.get_config()
     assert clone.count_params() == backbone.count_params()
@@ -112,6 +158,7 @@ def test_check_preset_names_what_is_wrong(tmp_path):
     assert metadata["tupe_tf_version"] == tupe_tf.__version__
 
     import json
+
     path = os.path.join(preset, "metadata.json")
     edited = dict(metadata, tupe_tf_version="9.9.0")
     with open(path, "w") as f:

@@ -12,7 +12,9 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 PRETRAIN_SCRIPT = os.path.join(REPO, "scripts", "pretrain.py")
 FINETUNE_SCRIPT = os.path.join(REPO, "scripts", "finetune_glue.py")
 SEQ_LENGTH = 32
@@ -103,7 +105,9 @@ def shards(data_dir, corpus_file, vocab_file):
         )
     )
     files = sorted(
-        os.path.join(output_dir, f) for f in os.listdir(output_dir) if ".tfrecord" in f
+        os.path.join(output_dir, f)
+        for f in os.listdir(output_dir)
+        if ".tfrecord" in f
     )
     return {"dir": output_dir, "train": files[0], "eval": files[1]}
 
@@ -135,7 +139,9 @@ def tiny_preset(data_dir, vocab_file):
     )
     model = tupe_tf.TupeMaskedLM(
         backbone,
-        preprocessor=tupe_tf.TupeMaskedLMPreprocessor(tokenizer, sequence_length=SEQ_LENGTH),
+        preprocessor=tupe_tf.TupeMaskedLMPreprocessor(
+            tokenizer, sequence_length=SEQ_LENGTH
+        ),
     )
     path = str(data_dir / "tiny_preset")
     shutil.rmtree(path, ignore_errors=True)
@@ -163,7 +169,11 @@ def pretrain_config(model_dir, shards, vocab_file, **overrides):
         if k in config_lib.RuntimeConfig.__dataclass_fields__
     }
     model = dict(
-        num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64, max_sequence_length=64
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=32,
+        intermediate_dim=64,
+        max_sequence_length=64,
     )
     model.update(model_overrides)
     optimizer = dict(learning_rate=1e-3, warmup_steps=2)

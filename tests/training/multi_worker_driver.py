@@ -14,17 +14,25 @@ def main(config_path, output_path):
     with open(config_path) as f:
         raw = json.load(f)
     config = config_lib.PretrainConfig(
-        **{k: v for k, v in raw.items() if k not in ("model", "optimizer", "runtime")},
+        **{
+            k: v
+            for k, v in raw.items()
+            if k not in ("model", "optimizer", "runtime")
+        },
         model=config_lib.ModelConfig(**raw["model"]),
         optimizer=config_lib.OptimizerConfig(**raw["optimizer"]),
         runtime=config_lib.RuntimeConfig(**raw["runtime"]),
     )
     # TensorFlow starts inside: the strategy is created before anything else.
-    from tupe_tf.training import run_pretraining
     import numpy as np
 
+    from tupe_tf.training import run_pretraining
+
     result = run_pretraining(config)
-    weights = {f"w{i:04d}": np.asarray(w) for i, w in enumerate(result.model.get_weights())}
+    weights = {
+        f"w{i:04d}": np.asarray(w)
+        for i, w in enumerate(result.model.get_weights())
+    }
     np.savez(output_path, **weights)
     with open(output_path + ".json", "w") as f:
         json.dump(result.results, f)

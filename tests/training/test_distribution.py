@@ -26,7 +26,9 @@ def test_unknown_strategy_is_refused():
 
 
 def test_tpu_branch_without_a_tpu_says_so():
-    with pytest.raises(RuntimeError, match="--strategy=tpu: could not reach TPU 'local'"):
+    with pytest.raises(
+        RuntimeError, match="--strategy=tpu: could not reach TPU 'local'"
+    ):
         distribution.create_strategy("tpu", tpu="local")
 
 
@@ -44,21 +46,29 @@ def test_per_replica_batch_size():
 
 
 def _mirrored_flags(data_flags, model_dir, *extra):
-    return TINY_MODEL_FLAGS + data_flags + [
-        f"--model_dir={model_dir}",
-        "--strategy=mirrored",
-        "--num_cpu_devices=2",
-        "--num_train_steps=16",
-        "--save_every=8",
-        "--eval_every=8",
-        "--eval_steps=2",
-        "--learning_rate=2e-3",
-        "--warmup_steps=2",
-    ] + list(extra)
+    return (
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--model_dir={model_dir}",
+            "--strategy=mirrored",
+            "--num_cpu_devices=2",
+            "--num_train_steps=16",
+            "--save_every=8",
+            "--eval_every=8",
+            "--eval_steps=2",
+            "--learning_rate=2e-3",
+            "--warmup_steps=2",
+        ]
+        + list(extra)
+    )
 
 
 def test_mirrored_on_two_logical_cpus_trains(tmp_path, data_flags):
-    run = run_script(PRETRAIN_SCRIPT, _mirrored_flags(data_flags, tmp_path / "m", "--global_batch_size=8"))
+    run = run_script(
+        PRETRAIN_SCRIPT,
+        _mirrored_flags(data_flags, tmp_path / "m", "--global_batch_size=8"),
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     results = json.loads((tmp_path / "m" / "results.json").read_text())
     assert results["num_replicas"] == 2
@@ -71,11 +81,19 @@ def test_mirrored_on_two_logical_cpus_trains(tmp_path, data_flags):
 @pytest.mark.parametrize(
     "flag, message",
     [
-        ("--global_batch_size=7", "--global_batch_size=7 is not divisible by the number of replicas (2)"),
-        ("--steps_per_execution=2", "--steps_per_execution=2 is not supported with --strategy=mirrored"),
+        (
+            "--global_batch_size=7",
+            "--global_batch_size=7 is not divisible by the number of replicas (2)",
+        ),
+        (
+            "--steps_per_execution=2",
+            "--steps_per_execution=2 is not supported with --strategy=mirrored",
+        ),
     ],
 )
-def test_mirrored_refuses_bad_batch_and_steps_per_execution(tmp_path, data_flags, flag, message):
+def test_mirrored_refuses_bad_batch_and_steps_per_execution(
+    tmp_path, data_flags, flag, message
+):
     args = _mirrored_flags(data_flags, tmp_path / "m", "--global_batch_size=8")
     run = run_script(PRETRAIN_SCRIPT, args + [flag])
     assert run.returncode == 2

@@ -15,7 +15,13 @@ from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.finetune import summarize_runs
 
 SHARED_GLUE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "glue"
+    os.path.dirname(os.path.abspath(__file__)),
+    "..",
+    "..",
+    "..",
+    "shared",
+    "data",
+    "glue",
 )
 
 
@@ -24,15 +30,26 @@ def pair_glue_dir(tmp_path_factory):
     """A learnable MRPC-layout task: paraphrase iff both sentences share a topic."""
     root = tmp_path_factory.mktemp("glue")
     (root / "MRPC").mkdir()
-    topics = ["the history of the city", "music and art", "the war in europe", "a new school"]
+    topics = [
+        "the history of the city",
+        "music and art",
+        "the war in europe",
+        "a new school",
+    ]
     rng = np.random.default_rng(0)
     for split, n in (("train", 96), ("dev", 32)):
         lines = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
         for i in range(n):
             a = int(rng.integers(len(topics)))
             label = i % 2
-            b = a if label else (a + 1 + int(rng.integers(len(topics) - 1))) % len(topics)
-            lines.append(f"{label}\t{i}\t{i}\t{topics[a]} .\t{topics[b]} again .")
+            b = (
+                a
+                if label
+                else (a + 1 + int(rng.integers(len(topics) - 1))) % len(topics)
+            )
+            lines.append(
+                f"{label}\t{i}\t{i}\t{topics[a]} .\t{topics[b]} again ."
+            )
         (root / "MRPC" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
     return str(root)
 
@@ -41,7 +58,9 @@ def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
     import tupe_tf
     from data_pipeline import glue
 
-    split = glue.load_glue("mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4)
+    split = glue.load_glue(
+        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4
+    )
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
         tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=32
     )
@@ -68,7 +87,9 @@ def sentiment_glue_dir(tmp_path_factory):
         lines = ["sentence\tlabel"]
         for i in range(n):
             label = i % 2
-            lines.append(f"{(good if label else bad)[int(rng.integers(3))]} about the city\t{label}")
+            lines.append(
+                f"{(good if label else bad)[int(rng.integers(3))]} about the city\t{label}"
+            )
         (root / "SST-2" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
     return str(root)
 
@@ -89,20 +110,32 @@ def _sentiment_config(output_dir, preset, glue_dir, **overrides):
     )
 
 
-def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_dir):
+def test_run_glue_learns_and_writes_json(
+    tmp_path, tiny_preset, sentiment_glue_dir
+):
     results = run_glue(
-        _sentiment_config(tmp_path, tiny_preset, sentiment_glue_dir, learning_rates=[5e-3, 1e-5])
+        _sentiment_config(
+            tmp_path,
+            tiny_preset,
+            sentiment_glue_dir,
+            learning_rates=[5e-3, 1e-5],
+        )
     )
     saved = json.loads((tmp_path / "sst2" / "results.json").read_text())
     assert saved["best_learning_rate"] == results["best_learning_rate"] == 5e-3
     assert len(saved["runs"]) == 2
     assert len(saved["runs"][0]["dev_per_epoch"]) == 5
     fast = saved["runs"][0]
-    assert fast["train_loss"][-1] < fast["train_loss"][0] - 0.2, fast["train_loss"]
+    assert fast["train_loss"][-1] < fast["train_loss"][0] - 0.2, fast[
+        "train_loss"
+    ]
     assert fast["dev"]["validation"]["accuracy"] > 0.8
     assert saved["recipe"]["warmup_ratio"] == 0.06
     medians = saved["median_by_learning_rate"]
-    assert medians["0.005"]["validation"]["accuracy"] > medians["1e-05"]["validation"]["accuracy"]
+    assert (
+        medians["0.005"]["validation"]["accuracy"]
+        > medians["1e-05"]["validation"]["accuracy"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -114,18 +147,26 @@ def test_run_glue_learns_and_writes_json(tmp_path, tiny_preset, sentiment_glue_d
     ],
     ids=["mixed_bfloat16", "mixed_float16", "steps_per_execution_3"],
 )
-def test_runtime_settings_fine_tune_and_learn(tmp_path, tiny_preset, sentiment_glue_dir, runtime):
+def test_runtime_settings_fine_tune_and_learn(
+    tmp_path, tiny_preset, sentiment_glue_dir, runtime
+):
     import keras
 
     before = keras.config.dtype_policy().name
     results = run_glue(
         _sentiment_config(
-            tmp_path, tiny_preset, sentiment_glue_dir, learning_rates=[5e-3], runtime=runtime
+            tmp_path,
+            tiny_preset,
+            sentiment_glue_dir,
+            learning_rates=[5e-3],
+            runtime=runtime,
         )
     )
     run = results["runs"][0]
     policy = runtime.mixed_precision
-    assert run["compute_dtype"] == ("float32" if policy == "float32" else policy.split("_")[1])
+    assert run["compute_dtype"] == (
+        "float32" if policy == "float32" else policy.split("_")[1]
+    )
     assert results["recipe"]["mixed_precision"] == policy
     assert len(run["dev_per_epoch"]) == 5
     assert np.all(np.isfinite(run["train_loss"]))
@@ -137,11 +178,18 @@ def test_runtime_settings_fine_tune_and_learn(tmp_path, tiny_preset, sentiment_g
 
 def test_medians_over_seeds_and_best_learning_rate():
     def run(lr, f1, accuracy):
-        return {"learning_rate": lr, "dev": {"validation": {"accuracy": accuracy, "f1": f1}}}
+        return {
+            "learning_rate": lr,
+            "dev": {"validation": {"accuracy": accuracy, "f1": f1}},
+        }
 
     runs = [
-        run(2e-5, 0.70, 0.60), run(2e-5, 0.90, 0.70), run(2e-5, 0.80, 0.95),
-        run(3e-5, 0.85, 0.50), run(3e-5, 0.20, 0.99), run(3e-5, 0.86, 0.98),
+        run(2e-5, 0.70, 0.60),
+        run(2e-5, 0.90, 0.70),
+        run(2e-5, 0.80, 0.95),
+        run(3e-5, 0.85, 0.50),
+        run(3e-5, 0.20, 0.99),
+        run(3e-5, 0.86, 0.98),
     ]
     by_lr, best = summarize_runs("mrpc", runs)
     assert by_lr["2e-05"]["validation"] == {"accuracy": 0.70, "f1": 0.80}
@@ -152,34 +200,68 @@ def test_medians_over_seeds_and_best_learning_rate():
     assert summarize_runs("rte", three)[1] == 2e-5
 
 
-def test_bad_preset_and_seq_length_are_refused(tmp_path, tiny_preset, pair_glue_dir):
+def test_bad_preset_and_seq_length_are_refused(
+    tmp_path, tiny_preset, pair_glue_dir
+):
     run = run_script(
         FINETUNE_SCRIPT,
-        ["--task=mrpc", f"--preset={tmp_path}", f"--glue_dir={pair_glue_dir}", f"--output_dir={tmp_path}"],
+        [
+            "--task=mrpc",
+            f"--preset={tmp_path}",
+            f"--glue_dir={pair_glue_dir}",
+            f"--output_dir={tmp_path}",
+        ],
     )
     assert run.returncode == 2
     assert "is not a keras-hub preset directory (no config.json)" in run.stderr
-    with pytest.raises(ValueError, match=r"--seq_length=128 is above the preset's max_sequence_length=64"):
-        run_glue(GlueConfig(task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, seq_length=128))
-    # The runtime flags are checked as in pre-training (shared RuntimeConfig).
     with pytest.raises(
-        ValueError, match=r"--steps_per_execution=2 is not supported with --strategy=mirrored"
+        ValueError,
+        match=r"--seq_length=128 is above the preset's max_sequence_length=64",
     ):
         run_glue(
             GlueConfig(
-                task="mrpc", preset=tiny_preset, glue_dir=pair_glue_dir, output_dir=str(tmp_path),
-                runtime=RuntimeConfig(strategy="mirrored", steps_per_execution=2),
+                task="mrpc",
+                preset=tiny_preset,
+                glue_dir=pair_glue_dir,
+                seq_length=128,
+            )
+        )
+    # The runtime flags are checked as in pre-training (shared RuntimeConfig).
+    with pytest.raises(
+        ValueError,
+        match=r"--steps_per_execution=2 is not supported with --strategy=mirrored",
+    ):
+        run_glue(
+            GlueConfig(
+                task="mrpc",
+                preset=tiny_preset,
+                glue_dir=pair_glue_dir,
+                output_dir=str(tmp_path),
+                runtime=RuntimeConfig(
+                    strategy="mirrored", steps_per_execution=2
+                ),
             )
         )
 
 
-@pytest.mark.skipif(not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent")
+@pytest.mark.skipif(
+    not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent"
+)
 def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
     results = run_glue(
         GlueConfig(
-            task="cola", preset=tiny_preset, glue_dir=SHARED_GLUE, output_dir=str(tmp_path),
-            seq_length=32, learning_rates=[1e-3], seeds=[0], batch_size=32, num_epochs=1,
-            max_train_examples=256, max_eval_examples=128, verbose=0,
+            task="cola",
+            preset=tiny_preset,
+            glue_dir=SHARED_GLUE,
+            output_dir=str(tmp_path),
+            seq_length=32,
+            learning_rates=[1e-3],
+            seeds=[0],
+            batch_size=32,
+            num_epochs=1,
+            max_train_examples=256,
+            max_eval_examples=128,
+            verbose=0,
         )
     )
     assert results["num_train_examples"] == 256
@@ -193,22 +275,46 @@ def test_regression_and_three_way_tasks_run(tmp_path, tiny_preset):
     (root / "STS-B").mkdir(parents=True)
     (root / "MNLI").mkdir()
     header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
-    rows = [f"{i}\tm\tf\t2012\t{i}\tn\tn\tthe city {i} .\tthe music {i % 3} .\t{i % 5}.0" for i in range(24)]
+    rows = [
+        f"{i}\tm\tf\t2012\t{i}\tn\tn\tthe city {i} .\tthe music {i % 3} .\t{i % 5}.0"
+        for i in range(24)
+    ]
     for name in ("train", "dev"):
-        (root / "STS-B" / f"{name}.tsv").write_text("\n".join([header] + rows) + "\n")
-    header = ("index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2\tlabel1\tgold_label")
+        (root / "STS-B" / f"{name}.tsv").write_text(
+            "\n".join([header] + rows) + "\n"
+        )
+    header = "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2\tlabel1\tgold_label"
     labels = ["entailment", "neutral", "contradiction"]
-    rows = [f"{i}\t1\t1\tg\t(a)\t(b)\t(A)\t(B)\tthe war {i} .\ta school .\tx\t{labels[i % 3]}" for i in range(24)]
+    rows = [
+        f"{i}\t1\t1\tg\t(a)\t(b)\t(A)\t(B)\tthe war {i} .\ta school .\tx\t{labels[i % 3]}"
+        for i in range(24)
+    ]
     for name in ("train", "dev_matched", "dev_mismatched"):
-        (root / "MNLI" / f"{name}.tsv").write_text("\n".join([header] + rows) + "\n")
+        (root / "MNLI" / f"{name}.tsv").write_text(
+            "\n".join([header] + rows) + "\n"
+        )
     for task, expected in (
         ("stsb", {"validation": {"pearson", "spearman"}}),
-        ("mnli", {"validation_matched": {"accuracy"}, "validation_mismatched": {"accuracy"}}),
+        (
+            "mnli",
+            {
+                "validation_matched": {"accuracy"},
+                "validation_mismatched": {"accuracy"},
+            },
+        ),
     ):
         results = run_glue(
             GlueConfig(
-                task=task, preset=tiny_preset, glue_dir=str(root), output_dir=str(tmp_path / "out"),
-                seq_length=16, learning_rates=[1e-3], seeds=[0], batch_size=8, num_epochs=1, verbose=0,
+                task=task,
+                preset=tiny_preset,
+                glue_dir=str(root),
+                output_dir=str(tmp_path / "out"),
+                seq_length=16,
+                learning_rates=[1e-3],
+                seeds=[0],
+                batch_size=8,
+                num_epochs=1,
+                verbose=0,
             )
         )
         assert {k: set(v) for k, v in results["best"].items()} == expected

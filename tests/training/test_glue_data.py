@@ -8,7 +8,13 @@ import pytest
 from data_pipeline import glue
 
 SHARED_GLUE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "glue"
+    os.path.dirname(os.path.abspath(__file__)),
+    "..",
+    "..",
+    "..",
+    "shared",
+    "data",
+    "glue",
 )
 
 # Two rows per file, in each task's official layout.
@@ -17,7 +23,7 @@ FIXTURES = {
     "SST-2/train.tsv": "sentence\tlabel\na fine film \t1\na dull film \t0\n",
     "MRPC/train.tsv": (
         "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-        "1\t1\t2\tHe said \"yes\" .\tHe agreed .\n0\t3\t4\tIt rained .\tIt was sunny .\n"
+        '1\t1\t2\tHe said "yes" .\tHe agreed .\n0\t3\t4\tIt rained .\tIt was sunny .\n'
     ),
     "STS-B/train.tsv": (
         "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
@@ -47,15 +53,26 @@ FIXTURES = {
     ),
 }
 FIXTURES["MNLI/dev_matched.tsv"] = FIXTURES["MNLI/train.tsv"]
-FIXTURES["MNLI/dev_mismatched.tsv"] = FIXTURES["MNLI/train.tsv"].replace("gov", "fiction")
+FIXTURES["MNLI/dev_mismatched.tsv"] = FIXTURES["MNLI/train.tsv"].replace(
+    "gov", "fiction"
+)
 
 EXPECTED = {
     "cola": ([["the cat sat .", "cat the sat ."]], [1, 0]),
     "sst2": ([["a fine film ", "a dull film "]], [1, 0]),
-    "mrpc": ([['He said "yes" .', "It rained ."], ["He agreed .", "It was sunny ."]], [1, 0]),
-    "stsb": ([["A man plays .", "A cat ."], ["A man is playing .", "A car ."]], [4.75, 0.5]),
+    "mrpc": (
+        [['He said "yes" .', "It rained ."], ["He agreed .", "It was sunny ."]],
+        [1, 0],
+    ),
+    "stsb": (
+        [["A man plays .", "A cat ."], ["A man is playing .", "A car ."]],
+        [4.75, 0.5],
+    ),
     "qqp": ([["How old ?", "Why ?"], ["What age ?", "Where ?"]], [1, 0]),
-    "mnli": ([["It is red .", "It is red ."], ["It has a colour .", "It is blue ."]], [0, 2]),
+    "mnli": (
+        [["It is red .", "It is red ."], ["It has a colour .", "It is blue ."]],
+        [0, 2],
+    ),
     "qnli": ([["Who ?", "When ?"], ["He did .", "Blue ."]], [0, 1]),
     "rte": ([["A b .", "C d ."], ["A .", "E ."]], [0, 1]),
     "wnli": ([["I x .", "I z ."], ["I y .", "I w ."]], [1, 0]),
@@ -84,9 +101,14 @@ def test_reads_every_task_with_tfds_label_ids(glue_dir, task):
 def test_mnli_has_matched_and_mismatched_dev(glue_dir):
     task = glue.get_task("mnli")
     assert task.eval_splits == ("validation_matched", "validation_mismatched")
-    mismatched = glue.load_glue("mnli", "validation_mismatched", glue_dir=glue_dir)
+    mismatched = glue.load_glue(
+        "mnli", "validation_mismatched", glue_dir=glue_dir
+    )
     assert mismatched.source.endswith("dev_mismatched.tsv")
-    assert glue.load_glue("mnli", "validation", glue_dir=glue_dir).split == "validation_matched"
+    assert (
+        glue.load_glue("mnli", "validation", glue_dir=glue_dir).split
+        == "validation_matched"
+    )
 
 
 def test_missing_file_is_named(glue_dir):
@@ -96,8 +118,12 @@ def test_missing_file_is_named(glue_dir):
 
 def test_missing_column_is_named(tmp_path):
     (tmp_path / "RTE").mkdir()
-    (tmp_path / "RTE" / "train.tsv").write_text("index\tsentence1\tlabel\n0\ta\tentailment\n")
-    with pytest.raises(ValueError, match=r"RTE/train\.tsv: no column 'sentence2'"):
+    (tmp_path / "RTE" / "train.tsv").write_text(
+        "index\tsentence1\tlabel\n0\ta\tentailment\n"
+    )
+    with pytest.raises(
+        ValueError, match=r"RTE/train\.tsv: no column 'sentence2'"
+    ):
         glue.load_glue("rte", "train", glue_dir=str(tmp_path))
 
 
@@ -106,14 +132,21 @@ def test_bad_label_names_file_and_line(tmp_path):
     (tmp_path / "QNLI" / "train.tsv").write_text(
         "index\tquestion\tsentence\tlabel\n0\ta\tb\tentailment\n1\tc\td\tmaybe\n"
     )
-    with pytest.raises(ValueError, match=r"QNLI/train\.tsv:3: label column 'label' holds 'maybe'"):
+    with pytest.raises(
+        ValueError,
+        match=r"QNLI/train\.tsv:3: label column 'label' holds 'maybe'",
+    ):
         glue.load_glue("qnli", "train", glue_dir=str(tmp_path))
 
 
 def test_short_row_names_file_and_line(tmp_path):
     (tmp_path / "SST-2").mkdir()
-    (tmp_path / "SST-2" / "train.tsv").write_text("sentence\tlabel\nok\t1\nbroken\n")
-    with pytest.raises(ValueError, match=r"SST-2/train\.tsv:3: 1 tab-separated columns"):
+    (tmp_path / "SST-2" / "train.tsv").write_text(
+        "sentence\tlabel\nok\t1\nbroken\n"
+    )
+    with pytest.raises(
+        ValueError, match=r"SST-2/train\.tsv:3: 1 tab-separated columns"
+    ):
         glue.load_glue("sst2", "train", glue_dir=str(tmp_path))
 
 
@@ -126,10 +159,15 @@ def test_unknown_task_and_split_are_refused(glue_dir):
 
 
 def test_max_examples(glue_dir):
-    assert len(glue.load_glue("qqp", "train", glue_dir=glue_dir, max_examples=1)) == 1
+    assert (
+        len(glue.load_glue("qqp", "train", glue_dir=glue_dir, max_examples=1))
+        == 1
+    )
 
 
-@pytest.mark.skipif(not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent")
+@pytest.mark.skipif(
+    not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent"
+)
 def test_shared_cola_and_sst2():
     cola = glue.load_glue("cola", "validation", glue_dir=SHARED_GLUE)
     sst2 = glue.load_glue("sst2", "train", glue_dir=SHARED_GLUE)
@@ -151,4 +189,7 @@ def test_tfds_path_with_mocked_data(task):
         assert split.labels.dtype == np.float32
     else:
         assert split.labels.dtype == np.int32
-        assert split.labels.min() >= 0 and split.labels.max() < glue.get_task(task).num_classes
+        assert (
+            split.labels.min() >= 0
+            and split.labels.max() < glue.get_task(task).num_classes
+        )

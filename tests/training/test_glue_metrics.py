@@ -8,8 +8,12 @@ def test_matthews_corrcoef_matches_the_formula():
     labels = [1, 1, 1, 0, 0, 0, 1, 0]
     predictions = [1, 0, 1, 0, 1, 0, 1, 0]
     tp, tn, fp, fn = 3, 3, 1, 1
-    expected = (tp * tn - fp * fn) / np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    assert glue_metrics.matthews_corrcoef(labels, predictions) == pytest.approx(expected)
+    expected = (tp * tn - fp * fn) / np.sqrt(
+        (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    )
+    assert glue_metrics.matthews_corrcoef(labels, predictions) == pytest.approx(
+        expected
+    )
     assert glue_metrics.matthews_corrcoef([1, 0, 1], [1, 1, 1]) == 0.0
 
 
@@ -38,11 +42,22 @@ def test_pearson_and_spearman_match_scipy():
 
 def test_compute_glue_metrics_per_task():
     logits = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]])
-    assert set(glue_metrics.compute_glue_metrics("mrpc", [1, 0, 0], logits)) == {"accuracy", "f1"}
-    assert set(glue_metrics.compute_glue_metrics("qqp", [1, 0, 0], logits)) == {"accuracy", "f1"}
-    assert set(glue_metrics.compute_glue_metrics("cola", [1, 0, 0], logits)) == {"matthews_corrcoef"}
-    stsb = glue_metrics.compute_glue_metrics("stsb", [1.0, 2.0, 3.0], [[1.1], [2.5], [2.9]])
+    assert set(
+        glue_metrics.compute_glue_metrics("mrpc", [1, 0, 0], logits)
+    ) == {"accuracy", "f1"}
+    assert set(glue_metrics.compute_glue_metrics("qqp", [1, 0, 0], logits)) == {
+        "accuracy",
+        "f1",
+    }
+    assert set(
+        glue_metrics.compute_glue_metrics("cola", [1, 0, 0], logits)
+    ) == {"matthews_corrcoef"}
+    stsb = glue_metrics.compute_glue_metrics(
+        "stsb", [1.0, 2.0, 3.0], [[1.1], [2.5], [2.9]]
+    )
     assert set(stsb) == {"pearson", "spearman"}
     assert stsb["spearman"] == pytest.approx(1.0)
-    mnli = glue_metrics.compute_glue_metrics("mnli", [2, 0], [[0, 0, 1], [0, 1, 0]])
+    mnli = glue_metrics.compute_glue_metrics(
+        "mnli", [2, 0], [[0, 0, 1], [0, 1, 0]]
+    )
     assert mnli == {"accuracy": 0.5}

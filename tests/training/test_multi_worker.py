@@ -18,7 +18,9 @@ from tests.training.conftest import REPO
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import subprocess_env
 
-DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multi_worker_driver.py")
+DRIVER = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "multi_worker_driver.py"
+)
 
 
 def _free_ports(count):
@@ -33,9 +35,16 @@ def _free_ports(count):
 
 def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     config = pretrain_config(
-        tmp_path / "model", shards, vocab_file,
-        num_train_steps=24, save_every=8, eval_every=8, global_batch_size=8,
-        learning_rate=2e-3, warmup_steps=2, dropout=0.0,
+        tmp_path / "model",
+        shards,
+        vocab_file,
+        num_train_steps=24,
+        save_every=8,
+        eval_every=8,
+        global_batch_size=8,
+        learning_rate=2e-3,
+        warmup_steps=2,
+        dropout=0.0,
         strategy="multi_worker_mirrored",
     )
     config_path = tmp_path / "config.json"
@@ -43,10 +52,18 @@ def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
     processes = []
     for index in range(2):
-        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        tf_config = {
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index},
+        }
         processes.append(
             subprocess.Popen(
-                [sys.executable, DRIVER, str(config_path), str(tmp_path / f"worker{index}.npz")],
+                [
+                    sys.executable,
+                    DRIVER,
+                    str(config_path),
+                    str(tmp_path / f"worker{index}.npz"),
+                ],
                 env=subprocess_env(TF_CONFIG=json.dumps(tf_config)),
                 cwd=REPO,
                 stdout=subprocess.PIPE,
@@ -70,7 +87,9 @@ def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     assert chief["num_replicas"] == 2 and chief["global_step"] == 24
     losses = chief["history_this_run"]["loss"]
     assert losses[-1] < losses[0] - 0.1, losses
-    assert other["history_this_run"]["loss"] == losses  # reduced over both workers
+    assert (
+        other["history_this_run"]["loss"] == losses
+    )  # reduced over both workers
 
     w0 = np.load(tmp_path / "worker0.npz")
     w1 = np.load(tmp_path / "worker1.npz")
@@ -81,5 +100,10 @@ def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     # Only the chief's outputs remain.
     model_dir = tmp_path / "model"
     assert (model_dir / "preset" / "model.weights.h5").exists()
-    assert sorted(p.name for p in model_dir.iterdir() if p.name.startswith(".worker")) == []
+    assert (
+        sorted(
+            p.name for p in model_dir.iterdir() if p.name.startswith(".worker")
+        )
+        == []
+    )
     assert (model_dir / "checkpoints" / "ckpt-24.index").exists()

@@ -11,13 +11,17 @@ from tupe_tf.training.optimization import weight_decay_exclusions
 def test_schedule_warms_up_linearly_then_decays_to_zero():
     schedule = WarmupLinearDecay(1e-4, warmup_steps=10, total_steps=110)
     values = [float(schedule(step)) for step in (0, 5, 10, 60, 110, 200)]
-    np.testing.assert_allclose(values, [0.0, 5e-5, 1e-4, 5e-5, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(
+        values, [0.0, 5e-5, 1e-4, 5e-5, 0.0, 0.0], atol=1e-12
+    )
 
 
 def test_schedule_without_warmup_starts_at_peak():
     schedule = WarmupLinearDecay(2e-5, warmup_steps=0, total_steps=4)
     np.testing.assert_allclose(
-        [float(schedule(s)) for s in range(5)], [2e-5, 1.5e-5, 1e-5, 5e-6, 0.0], atol=1e-12
+        [float(schedule(s)) for s in range(5)],
+        [2e-5, 1.5e-5, 1e-5, 5e-6, 0.0],
+        atol=1e-12,
     )
 
 
@@ -38,7 +42,9 @@ def _tiny_model():
     inputs = keras.Input((4,))
     x = keras.layers.Dense(8, name="dense")(inputs)
     x = keras.layers.LayerNormalization(name="norm")(x)
-    x = keras.layers.Embedding(10, 8, name="embedding")(keras.ops.cast(x[:, :1] * 0, "int32"))
+    x = keras.layers.Embedding(10, 8, name="embedding")(
+        keras.ops.cast(x[:, :1] * 0, "int32")
+    )
     return keras.Model(inputs, x)
 
 
@@ -51,7 +57,11 @@ def test_layer_norm_and_biases_are_excluded_kernels_and_embeddings_are_not():
 def test_adamw_decays_kernels_but_not_layer_norm_or_bias():
     model = _tiny_model()
     optimizer = create_optimizer(
-        model, num_train_steps=10, learning_rate=0.1, warmup_steps=0, weight_decay=0.5
+        model,
+        num_train_steps=10,
+        learning_rate=0.1,
+        warmup_steps=0,
+        weight_decay=0.5,
     )
     before = {v.path: np.array(v.numpy()) for v in model.trainable_variables}
     # Zero gradients: any change is weight decay alone.
@@ -64,12 +74,16 @@ def test_adamw_decays_kernels_but_not_layer_norm_or_bias():
         np.testing.assert_array_equal(after[path], before[path])
     # AdamW: w <- w - lr * wd * w at lr = 0.1 (step 0 of the schedule).
     for path in ("dense/kernel", "embedding/embeddings"):
-        np.testing.assert_allclose(after[path], before[path] * (1 - 0.1 * 0.5), rtol=1e-5)
+        np.testing.assert_allclose(
+            after[path], before[path] * (1 - 0.1 * 0.5), rtol=1e-5
+        )
 
 
 def test_optimizer_uses_paper_defaults():
     model = _tiny_model()
-    optimizer = create_optimizer(model, num_train_steps=100, learning_rate=1e-4, warmup_steps=10)
+    optimizer = create_optimizer(
+        model, num_train_steps=100, learning_rate=1e-4, warmup_steps=10
+    )
     assert optimizer.beta_1 == 0.9
     assert optimizer.beta_2 == 0.999
     assert optimizer.epsilon == 1e-6

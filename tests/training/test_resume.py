@@ -25,24 +25,28 @@ NUM_STEPS = 24
 
 
 def _flags(data_flags, model_dir):
-    return TINY_MODEL_FLAGS + data_flags + [
-        f"--model_dir={model_dir}",
-        f"--num_train_steps={NUM_STEPS}",
-        "--save_every=4",
-        "--eval_steps=2",
-        "--global_batch_size=8",
-        "--learning_rate=2e-3",
-        "--warmup_steps=4",
-        "--dropout=0",  # no RNG in training: the two runs must agree exactly
-        "--log_every=4",
-    ]
+    return (
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--model_dir={model_dir}",
+            f"--num_train_steps={NUM_STEPS}",
+            "--save_every=4",
+            "--eval_steps=2",
+            "--global_batch_size=8",
+            "--learning_rate=2e-3",
+            "--warmup_steps=4",
+            "--dropout=0",  # no RNG in training: the two runs must agree exactly
+            "--log_every=4",
+        ]
+    )
 
 
 def _checkpoint_steps(checkpoint_dir):
     if not os.path.isdir(checkpoint_dir):
         return []
     return sorted(
-        int(name[len("ckpt-"):-len(".index")])
+        int(name[len("ckpt-") : -len(".index")])
         for name in os.listdir(checkpoint_dir)
         if name.startswith("ckpt-") and name.endswith(".index")
     )
@@ -54,16 +58,23 @@ def _backbone_weights(preset):
     return [w.numpy() for w in tupe_tf.TupeBackbone.from_preset(preset).weights]
 
 
-def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(tmp_path, data_flags):
+def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
+    tmp_path, data_flags
+):
     reference_dir = tmp_path / "reference"
     reference = run_script(PRETRAIN_SCRIPT, _flags(data_flags, reference_dir))
     assert reference.returncode == 0, reference.stderr[-4000:]
 
     crashed_dir = tmp_path / "crashed"
-    command = [sys.executable, PRETRAIN_SCRIPT] + _flags(data_flags, crashed_dir)
+    command = [sys.executable, PRETRAIN_SCRIPT] + _flags(
+        data_flags, crashed_dir
+    )
     process = subprocess.Popen(
-        command, env=subprocess_env(), cwd=REPO,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        command,
+        env=subprocess_env(),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 180
     try:
@@ -72,7 +83,9 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(tmp_path, da
             if steps and steps[-1] >= 8:
                 break
             time.sleep(0.05)
-        assert process.poll() is None, "the run finished before it could be killed"
+        assert process.poll() is None, (
+            "the run finished before it could be killed"
+        )
         os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait()
@@ -91,8 +104,11 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(tmp_path, da
     assert f"Resumed from {crashed_dir / 'checkpoints'}" in resumed.stdout
 
     reference_results = json.loads((reference_dir / "results.json").read_text())
-    assert results["eval"]["loss"] == pytest.approx(reference_results["eval"]["loss"], abs=1e-4)
+    assert results["eval"]["loss"] == pytest.approx(
+        reference_results["eval"]["loss"], abs=1e-4
+    )
     for got, want in zip(
-        _backbone_weights(results["preset_dir"]), _backbone_weights(reference_results["preset_dir"])
+        _backbone_weights(results["preset_dir"]),
+        _backbone_weights(reference_results["preset_dir"]),
     ):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

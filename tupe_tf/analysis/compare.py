@@ -90,7 +90,10 @@ def validate_compare_config(config):
         raise ValueError(
             f"--variants has unknown names {unknown}; valid: {list(VARIANTS)}"
         )
-    if config.num_train_steps < config.eval_interval or config.eval_interval < 1:
+    if (
+        config.num_train_steps < config.eval_interval
+        or config.eval_interval < 1
+    ):
         raise ValueError(
             "--eval_interval must be between 1 and --num_train_steps "
             f"(got {config.eval_interval} and {config.num_train_steps})."
@@ -124,8 +127,9 @@ def pretrain_variant(config, name, data):
             **VARIANTS[name],
         ),
         # Tiny CPU models: a larger peak rate than BERT-base's, 5% warm-up.
-        optimizer=training.OptimizerConfig(learning_rate=config.learning_rate,
-                                           warmup_ratio=0.05),
+        optimizer=training.OptimizerConfig(
+            learning_rate=config.learning_rate, warmup_ratio=0.05
+        ),
     )
     start = time.time()
     result = training.run_pretraining(pretrain_config)
@@ -147,22 +151,27 @@ def finetune_variant(config, name, preset_dir):
 
     scores = {}
     for task in config.glue_tasks:
-        results = finetune.run_glue(training.GlueConfig(
-            task=task,
-            preset=preset_dir,
-            output_dir=os.path.join(config.output_dir, "glue", name),
-            glue_dir=config.glue_dir,
-            seq_length=config.glue_seq_length,
-            learning_rates=[config.glue_learning_rate],
-            seeds=list(config.glue_seeds),
-            num_epochs=config.glue_epochs,
-            max_train_examples=config.glue_max_train_examples,
-            verbose=0,
-        ))
+        results = finetune.run_glue(
+            training.GlueConfig(
+                task=task,
+                preset=preset_dir,
+                output_dir=os.path.join(config.output_dir, "glue", name),
+                glue_dir=config.glue_dir,
+                seq_length=config.glue_seq_length,
+                learning_rates=[config.glue_learning_rate],
+                seeds=list(config.glue_seeds),
+                num_epochs=config.glue_epochs,
+                max_train_examples=config.glue_max_train_examples,
+                verbose=0,
+            )
+        )
         primary = results["primary_metric"]
         validation = next(iter(results["best"].values()))
-        scores[task] = {"metric": primary, "median": validation[primary],
-                        "all": validation}
+        scores[task] = {
+            "metric": primary,
+            "median": validation[primary],
+            "all": validation,
+        }
     return scores
 
 
@@ -170,8 +179,13 @@ def plot_curves(curves, path):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, curve in curves.items():
         if curve["val_loss"]:
-            ax.plot(curve["steps"], curve["val_loss"], marker="o",
-                    markersize=3, label=name)
+            ax.plot(
+                curve["steps"],
+                curve["val_loss"],
+                marker="o",
+                markersize=3,
+                label=name,
+            )
     ax.set_xlabel("pre-training step")
     ax.set_ylabel("validation MLM loss")
     ax.set_title("Validation MLM loss (same data, seed and budget)")
@@ -189,15 +203,17 @@ def results_table(config, curves, glue):
     tasks = list(config.glue_tasks) if glue else []
     header = ["variant", "final val MLM loss", "steps to bert's final loss"]
     header += [f"{t} ({next(iter(glue.values()))[t]['metric']})" for t in tasks]
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + " --- |" * len(header)]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     bert_final = curves.get("bert", {}).get("val_loss", [None])[-1]
     for name, curve in curves.items():
         final = curve["val_loss"][-1] if curve["val_loss"] else float("nan")
         reach = "n/a"
         if bert_final is not None:
-            hits = [s for s, v in zip(curve["steps"], curve["val_loss"])
-                    if v <= bert_final]
+            hits = [
+                s
+                for s, v in zip(curve["steps"], curve["val_loss"])
+                if v <= bert_final
+            ]
             reach = str(hits[0]) if hits else "not reached"
         row = [name, f"{final:.3f}", reach]
         row += [f"{glue[name][t]['median']:.3f}" for t in tasks]
@@ -220,36 +236,61 @@ def run_comparison(config: CompareConfig):
     os.makedirs(config.output_dir, exist_ok=True)
     if config.train_files:
         data = default_data.DefaultData(
-            vocab_file=config.vocab_file, shard_dir=None,
+            vocab_file=config.vocab_file,
+            shard_dir=None,
             train_files=list(config.train_files),
-            eval_files=list(config.eval_files))
+            eval_files=list(config.eval_files),
+        )
     else:
         data = default_data.prepare_default_data(
-            config.work_dir, seq_length=config.seq_length)
+            config.work_dir, seq_length=config.seq_length
+        )
     curves, glue = {}, {}
     for index, name in enumerate(config.variants):
-        print(f"[compare] pre-training {name} ({index + 1}/"
-              f"{len(config.variants)})", flush=True)
+        print(
+            f"[compare] pre-training {name} ({index + 1}/"
+            f"{len(config.variants)})",
+            flush=True,
+        )
         curves[name] = pretrain_variant(config, name, data)
-        print(f"[compare] {name}: val loss {curves[name]['val_loss']} "
-              f"({curves[name]['seconds']:.0f}s)", flush=True)
+        print(
+            f"[compare] {name}: val loss {curves[name]['val_loss']} "
+            f"({curves[name]['seconds']:.0f}s)",
+            flush=True,
+        )
     curve_path = plot_curves(
-        curves, os.path.join(config.output_dir, "val_mlm_loss.png"))
+        curves, os.path.join(config.output_dir, "val_mlm_loss.png")
+    )
     if config.glue_dir:
         for index, name in enumerate(config.variants):
-            print(f"[compare] fine-tuning {name} on {list(config.glue_tasks)} "
-                  f"({index + 1}/{len(config.variants)})", flush=True)
-            glue[name] = finetune_variant(config, name,
-                                          curves[name]["preset_dir"])
-            print(f"[compare] {name}: " + ", ".join(
-                f"{t} {s['metric']} {s['median']:.3f}"
-                for t, s in glue[name].items()), flush=True)
+            print(
+                f"[compare] fine-tuning {name} on {list(config.glue_tasks)} "
+                f"({index + 1}/{len(config.variants)})",
+                flush=True,
+            )
+            glue[name] = finetune_variant(
+                config, name, curves[name]["preset_dir"]
+            )
+            print(
+                f"[compare] {name}: "
+                + ", ".join(
+                    f"{t} {s['metric']} {s['median']:.3f}"
+                    for t, s in glue[name].items()
+                ),
+                flush=True,
+            )
     table = results_table(config, curves, glue)
-    results = {"config": dataclasses.asdict(config), "curves": curves,
-               "glue": glue, "table_markdown": table,
-               "curve_png": os.path.abspath(curve_path)}
-    _write(os.path.join(config.output_dir, "comparison.json"),
-           json.dumps(results, indent=2, default=str))
+    results = {
+        "config": dataclasses.asdict(config),
+        "curves": curves,
+        "glue": glue,
+        "table_markdown": table,
+        "curve_png": os.path.abspath(curve_path),
+    }
+    _write(
+        os.path.join(config.output_dir, "comparison.json"),
+        json.dumps(results, indent=2, default=str),
+    )
     _write(os.path.join(config.output_dir, "comparison.md"), table)
     print(table, flush=True)
     return results

@@ -26,7 +26,9 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
     layers = 1 if shared else min(max_layers, bias.shape[0])
     heads = bias.shape[1]
     fig, axes = plt.subplots(
-        layers, heads, figsize=(max(6.0, 2.2 * heads), 2.2 * layers + 0.9),
+        layers,
+        heads,
+        figsize=(max(6.0, 2.2 * heads), 2.2 * layers + 0.9),
         squeeze=False,
     )
     for layer in range(layers):
@@ -40,7 +42,8 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
     scope = "shared by all layers" if shared else "per layer"
     fig.suptitle(
         f"{backbone.position_encoding}: content-free position bias\n"
-        f"(query i rows, key j columns; {scope})", fontsize=10,
+        f"(query i rows, key j columns; {scope})",
+        fontsize=10,
     )
     fig.tight_layout()
     _save(fig, path)
@@ -91,16 +94,31 @@ def plot_attention_ranks(ranks_by_model, path):
     for index, name in enumerate(names):
         ranks = ranks_by_model[name]
         offset = (2 * index) * width
-        ax.bar(positions + offset, ranks["content"], width,
-               label=f"{name}: content logits only")
-        ax.bar(positions + offset + width, ranks["with_bias"], width,
-               label=f"{name}: with its position bias")
+        ax.bar(
+            positions + offset,
+            ranks["content"],
+            width,
+            label=f"{name}: content logits only",
+        )
+        ax.bar(
+            positions + offset + width,
+            ranks["with_bias"],
+            width,
+            label=f"{name}: with its position bias",
+        )
     first = next(iter(ranks_by_model.values()))
-    ax.axhline(first["head_dim"], color="k", linestyle="--", linewidth=1,
-               label=f"head size d = {first['head_dim']}")
+    ax.axhline(
+        first["head_dim"],
+        color="k",
+        linestyle="--",
+        linewidth=1,
+        label=f"head size d = {first['head_dim']}",
+    )
     ax.set_xlabel("layer")
-    ax.set_ylabel(f"numerical rank of the {first['sequence_length']}x"
-                  f"{first['sequence_length']} attention logits")
+    ax.set_ylabel(
+        f"numerical rank of the {first['sequence_length']}x"
+        f"{first['sequence_length']} attention logits"
+    )
     ax.set_xticks(positions + 0.4 - width / 2)
     ax.set_xticklabels([str(i) for i in range(num_layers)])
     ax.legend(fontsize=7)

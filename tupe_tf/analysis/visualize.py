@@ -23,8 +23,9 @@ def random_inputs(backbone, sequence_length, batch_size=2, seed=0):
     }
 
 
-def visualize_preset(preset, output_dir, sequence_length=64,
-                     baseline_presets=(), seed=0):
+def visualize_preset(
+    preset, output_dir, sequence_length=64, baseline_presets=(), seed=0
+):
     """Writes the positional-bias and attention-rank figures of a preset.
 
     Args:
@@ -53,15 +54,20 @@ def visualize_preset(preset, output_dir, sequence_length=64,
     os.makedirs(output_dir, exist_ok=True)
     written = [
         figures.plot_positional_bias(
-            main_backbone, sequence_length,
+            main_backbone,
+            sequence_length,
             os.path.join(output_dir, "positional_bias.png"),
         )
     ]
     ranks = {
         name: figures.attention_ranks(
-            backbone, random_inputs(backbone, sequence_length, seed=seed))
+            backbone, random_inputs(backbone, sequence_length, seed=seed)
+        )
         for name, backbone in backbones.items()
     }
-    written.append(figures.plot_attention_ranks(
-        ranks, os.path.join(output_dir, "attention_rank.png")))
+    written.append(
+        figures.plot_attention_ranks(
+            ranks, os.path.join(output_dir, "attention_rank.png")
+        )
+    )
     return written

@@ -17,8 +17,10 @@ FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
 # Written next to the SavedModel (TF's `assets.extra/` is for such files):
 # what was exported, so `tupe_tf.hub.load` picks the right endpoints.
 EXPORT_METADATA_FILE = os.path.join("assets.extra", "tupe_tf_export.json")
-_TOKENIZER_FILES = ("tokenizer.json",
-                    os.path.join("assets", "tokenizer", "vocabulary.txt"))
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    os.path.join("assets", "tokenizer", "vocabulary.txt"),
+)
 
 
 class LoadedPreset:
@@ -90,8 +92,11 @@ def load_preset(preset_dir):
     ```
     """
     metadata = check_preset(preset_dir)
-    missing = [name for name in _TOKENIZER_FILES
-               if not os.path.exists(os.path.join(preset_dir, name))]
+    missing = [
+        name
+        for name in _TOKENIZER_FILES
+        if not os.path.exists(os.path.join(preset_dir, name))
+    ]
     if missing:
         raise ValueError(
             f"Preset {preset_dir!r} has no tokenizer: missing {missing}. "
@@ -208,8 +213,9 @@ def write_export_metadata(saved_model_dir, **fields):
     path = os.path.join(saved_model_dir, EXPORT_METADATA_FILE)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as metadata_file:
-        json.dump({"tupe_tf_version": __version__, **fields}, metadata_file,
-                  indent=2)
+        json.dump(
+            {"tupe_tf_version": __version__, **fields}, metadata_file, indent=2
+        )
 
 
 def read_export_metadata(saved_model_dir):

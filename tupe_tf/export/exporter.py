@@ -9,9 +9,15 @@ from tupe_tf.export.serving import check_text_fields
 from tupe_tf.export.serving import export_serving
 
 
-def export_preset(preset_dir, export_dir, export_format, seq_length=128,
-                  overwrite=False, text_fields=None,
-                  fold_positional_bias=True):
+def export_preset(
+    preset_dir,
+    export_dir,
+    export_format,
+    seq_length=128,
+    overwrite=False,
+    text_fields=None,
+    fold_positional_bias=True,
+):
     """Exports a preset as a SavedModel.
 
     Args:
@@ -66,12 +72,24 @@ def export_preset(preset_dir, export_dir, export_format, seq_length=128,
             f"max_sequence_length={preset.backbone.max_sequence_length}."
         )
     if export_format == "serving":
-        export_serving(preset, export_dir, seq_length, text_fields,
-                       overwrite, fold_positional_bias)
+        export_serving(
+            preset,
+            export_dir,
+            seq_length,
+            text_fields,
+            overwrite,
+            fold_positional_bias,
+        )
     elif export_format == "hub_encoder":
-        export_hub_encoder(preset.backbone, export_dir, seq_length,
-                           overwrite, fold_positional_bias)
+        export_hub_encoder(
+            preset.backbone,
+            export_dir,
+            seq_length,
+            overwrite,
+            fold_positional_bias,
+        )
     else:
-        export_hub_preprocessor(preset.tokenizer, export_dir, seq_length,
-                                overwrite)
+        export_hub_preprocessor(
+            preset.tokenizer, export_dir, seq_length, overwrite
+        )
     return os.path.abspath(export_dir)

@@ -10,8 +10,10 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 def encoder_input_specs():
     """Int32 `[batch, seq]` specs of the encoder's dict inputs."""
-    return {name: tf.TensorSpec([None, None], tf.int32, name=name)
-            for name in INPUT_NAMES}
+    return {
+        name: tf.TensorSpec([None, None], tf.int32, name=name)
+        for name in INPUT_NAMES
+    }
 
 
 def encoder_outputs_model(backbone):
@@ -83,31 +85,42 @@ class EncoderFunctions:
     def call(self, inputs, training=False):
         """Forward pass, for tracing only."""
         # Loaded signatures do not check shapes; refuse other ranks here.
-        inputs = {name: tf.ensure_shape(inputs[name], [None, None])
-                  for name in INPUT_NAMES}
+        inputs = {
+            name: tf.ensure_shape(inputs[name], [None, None])
+            for name in INPUT_NAMES
+        }
         length = tf.shape(inputs["input_word_ids"])[1]
         tf.debugging.assert_less_equal(
-            length, self.max_sequence_length,
-            message=("input_word_ids is longer than the encoder's "
-                     f"max_sequence_length={self.max_sequence_length}"),
+            length,
+            self.max_sequence_length,
+            message=(
+                "input_word_ids is longer than the encoder's "
+                f"max_sequence_length={self.max_sequence_length}"
+            ),
         )
         if training:
             # Hide any static length, so training never sees a constant.
             dynamic = {
                 name: tf.raw_ops.PlaceholderWithDefault(
-                    input=t, shape=[None, None])
+                    input=t, shape=[None, None]
+                )
                 for name, t in inputs.items()
             }
             return self._forward(dynamic, True)
         static_length = inputs["input_word_ids"].shape[1]
-        if (self.seq_length is None or not self._has_position_bias
-                or static_length is not None):
+        if (
+            self.seq_length is None
+            or not self._has_position_bias
+            or static_length is not None
+        ):
             return self._forward(inputs, False)
 
         def at_folded_length():
             # A static length selects the folded constant in the backbone.
-            fixed = {name: tf.ensure_shape(t, [None, self.seq_length])
-                     for name, t in inputs.items()}
+            fixed = {
+                name: tf.ensure_shape(t, [None, self.seq_length])
+                for name, t in inputs.items()
+            }
             return self._forward(fixed, False)
 
         return tf.cond(
@@ -182,9 +195,11 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         "serving_default": tf.function(
             lambda input_word_ids, input_mask, input_type_ids: _flat_outputs(
                 functions.call(
-                    {"input_word_ids": input_word_ids,
-                     "input_mask": input_mask,
-                     "input_type_ids": input_type_ids},
+                    {
+                        "input_word_ids": input_word_ids,
+                        "input_mask": input_mask,
+                        "input_type_ids": input_type_ids,
+                    },
                     False,
                 )
             ),
@@ -194,8 +209,13 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
     return root
 
 
-def export_hub_encoder(backbone, export_dir, seq_length=128, overwrite=False,
-                       fold_positional_bias=True):
+def export_hub_encoder(
+    backbone,
+    export_dir,
+    seq_length=128,
+    overwrite=False,
+    fold_positional_bias=True,
+):
     """Writes a TF Hub-style reusable encoder SavedModel.
 
     Args:
@@ -214,14 +234,18 @@ def export_hub_encoder(backbone, export_dir, seq_length=128, overwrite=False,
     ```
     """
     folded = [seq_length] if fold_positional_bias else []
-    with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir, \
-            export_lib.folded_positional_bias(backbone, folded):
+    with (
+        export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir,
+        export_lib.folded_positional_bias(backbone, folded),
+    ):
         root = build_hub_encoder(backbone, seq_length, fold_positional_bias)
         signatures = root.signatures_to_save
         del root.signatures_to_save
         tf.saved_model.save(root, tmp_dir, signatures=signatures)
         export_lib.write_export_metadata(
-            tmp_dir, format="hub_encoder", seq_length=seq_length,
+            tmp_dir,
+            format="hub_encoder",
+            seq_length=seq_length,
             fold_positional_bias=fold_positional_bias,
             position_encoding=backbone.position_encoding,
             num_layers=backbone.num_layers,

@@ -13,6 +13,7 @@ import tempfile
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+
 # keras-hub's own pre-tokenization graph (lowercase, accents, splitting):
 # reusing it, rather than TF-Text's `BasicTokenizer`, which orders case
 # folding and accent stripping differently, keeps the export token-for-token
@@ -65,9 +66,18 @@ class BertTextPacker(tf.Module):
     ```
     """
 
-    def __init__(self, vocab_file, lowercase, cls_id, sep_id, pad_id,
-                 strip_accents=True, split_on_cjk=True,
-                 suffix_indicator="##", oov_token="[UNK]"):
+    def __init__(
+        self,
+        vocab_file,
+        lowercase,
+        cls_id,
+        sep_id,
+        pad_id,
+        strip_accents=True,
+        split_on_cjk=True,
+        suffix_indicator="##",
+        oov_token="[UNK]",
+    ):
         super().__init__(name="bert_text_packer")
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self._lowercase = lowercase
@@ -140,7 +150,8 @@ class BertTextPacker(tf.Module):
             word_ids, max_seq_length=seq_length, pad_value=self._pad_id
         )
         input_type_ids, _ = tf_text.pad_model_inputs(
-            tf.cast(type_ids, tf.int32), max_seq_length=seq_length,
+            tf.cast(type_ids, tf.int32),
+            max_seq_length=seq_length,
             pad_value=0,
         )
         return {
@@ -235,8 +246,9 @@ def build_hub_preprocessor(packer, seq_length):
     return root
 
 
-def export_hub_preprocessor(tokenizer, export_dir, seq_length=128,
-                            overwrite=False):
+def export_hub_preprocessor(
+    tokenizer, export_dir, seq_length=128, overwrite=False
+):
     """Writes a TF Hub-style preprocessor SavedModel.
 
     Args:
@@ -257,7 +269,8 @@ def export_hub_preprocessor(tokenizer, export_dir, seq_length=128,
         root = build_hub_preprocessor(packer, seq_length)
         with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir:
             tf.saved_model.save(
-                root, tmp_dir,
+                root,
+                tmp_dir,
                 signatures={
                     "serving_default": root.__call__.get_concrete_function(
                         tf.TensorSpec([None], tf.string, name="text")

@@ -94,16 +94,22 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
             [inputs[name] for name in text_fields], seq_length
         )
         # Static length, so the backbone uses the folded position bias.
-        packed = {name: tf.ensure_shape(t, [None, seq_length])
-                  for name, t in packed.items()}
-        return head({
-            "token_ids": packed["input_word_ids"],
-            "segment_ids": packed["input_type_ids"],
-            "padding_mask": packed["input_mask"],
-        })
+        packed = {
+            name: tf.ensure_shape(t, [None, seq_length])
+            for name, t in packed.items()
+        }
+        return head(
+            {
+                "token_ids": packed["input_word_ids"],
+                "segment_ids": packed["input_type_ids"],
+                "padding_mask": packed["input_mask"],
+            }
+        )
 
-    specs = {name: tf.TensorSpec([None], tf.string, name=name)
-             for name in text_fields}
+    specs = {
+        name: tf.TensorSpec([None], tf.string, name=name)
+        for name in text_fields
+    }
     root = tf.__internal__.tracking.AutoTrackable()
     root.packer = packer
     root.variables = [v.value for v in model.variables]
@@ -115,8 +121,14 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
     return root, {"serving_default": signature_function}
 
 
-def export_serving(preset, export_dir, seq_length=128, text_fields=None,
-                   overwrite=False, fold_positional_bias=True):
+def export_serving(
+    preset,
+    export_dir,
+    seq_length=128,
+    text_fields=None,
+    overwrite=False,
+    fold_positional_bias=True,
+):
     """Writes a serving SavedModel that takes raw strings.
 
     `serving_default` takes one `[batch]` string input per name in
@@ -147,14 +159,19 @@ def export_serving(preset, export_dir, seq_length=128, text_fields=None,
     with tempfile.TemporaryDirectory() as vocab_dir:
         packer = text_packer_from_tokenizer(preset.tokenizer, vocab_dir)
         folded = [seq_length] if fold_positional_bias else []
-        with export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir, \
-                export_lib.folded_positional_bias(preset.backbone, folded):
+        with (
+            export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir,
+            export_lib.folded_positional_bias(preset.backbone, folded),
+        ):
             root, signatures = build_serving_module(
                 preset, packer, seq_length, text_fields
             )
             tf.saved_model.save(root, tmp_dir, signatures=signatures)
             export_lib.write_export_metadata(
-                tmp_dir, format="serving", seq_length=seq_length,
-                kind=preset.kind, text_fields=list(text_fields),
+                tmp_dir,
+                format="serving",
+                seq_length=seq_length,
+                kind=preset.kind,
+                text_fields=list(text_fields),
                 position_encoding=preset.backbone.position_encoding,
             )

@@ -95,7 +95,11 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         return output
 
     def attention_logits(
-        self, query, key, attention_bias=None, query_offset=None,
+        self,
+        query,
+        key,
+        attention_bias=None,
+        query_offset=None,
         key_offset=None,
     ):
         """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.

@@ -47,8 +47,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
     ```
     """
 
-    def __init__(self, intermediate_dim, num_heads, content_scale=None,
-                 **kwargs):
+    def __init__(
+        self, intermediate_dim, num_heads, content_scale=None, **kwargs
+    ):
         super().__init__(
             intermediate_dim=intermediate_dim, num_heads=num_heads, **kwargs
         )

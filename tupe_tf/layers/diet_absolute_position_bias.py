@@ -66,8 +66,12 @@ class DietAbsolutePositionBias(PositionBiasLayer):
         )
 
     def build(self, input_shape=None):
-        shape = (self.units, self.table_heads, self.max_sequence_length,
-                 self.rank)
+        shape = (
+            self.units,
+            self.table_heads,
+            self.max_sequence_length,
+            self.rank,
+        )
         self.query_positions = self.add_weight(
             name="query_positions", shape=shape, initializer=self.initializer
         )

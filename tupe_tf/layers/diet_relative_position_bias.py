@@ -61,15 +61,20 @@ class DietRelativePositionBias(PositionBiasLayer):
         positions = np.arange(self.max_sequence_length)
         # Offset j - i into [0, 2N - 2]; within the model no clip is needed.
         self._index_matrix = (
-            positions[None, :] - positions[:, None] + self.max_sequence_length
+            positions[None, :]
+            - positions[:, None]
+            + self.max_sequence_length
             - 1
         ).astype(np.int32)
 
     def build(self, input_shape=None):
         self.relative_positions = self.add_weight(
             name="relative_positions",
-            shape=(self.units, self.table_heads,
-                   2 * self.max_sequence_length - 1),
+            shape=(
+                self.units,
+                self.table_heads,
+                2 * self.max_sequence_length - 1,
+            ),
             initializer=self.initializer,
         )
         self.built = True

@@ -61,8 +61,12 @@ class SegmentAttentionBias(keras.layers.Layer):
     def build(self, input_shape=None):
         self.segment_pairs = self.add_weight(
             name="segment_pairs",
-            shape=(self.units, self.table_heads, self.num_segments,
-                   self.num_segments),
+            shape=(
+                self.units,
+                self.table_heads,
+                self.num_segments,
+                self.num_segments,
+            ),
             initializer=self.initializer,
         )
         self.built = True

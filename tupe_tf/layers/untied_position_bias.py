@@ -127,15 +127,20 @@ class UntiedPositionBias(PositionBiasLayer):
         self._row_offset = 1 if untie_cls else 0
 
         self.position_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype="float32",
+            epsilon=layer_norm_epsilon,
+            dtype="float32",
             name="position_layer_norm",
         )
         self.query_projection = keras.layers.Dense(
-            hidden_dim, kernel_initializer=self.initializer, dtype="float32",
+            hidden_dim,
+            kernel_initializer=self.initializer,
+            dtype="float32",
             name="position_query_projection",
         )
         self.key_projection = keras.layers.Dense(
-            hidden_dim, kernel_initializer=self.initializer, dtype="float32",
+            hidden_dim,
+            kernel_initializer=self.initializer,
+            dtype="float32",
             name="position_key_projection",
         )
         self.relative_position_bias = None
@@ -152,8 +157,10 @@ class UntiedPositionBias(PositionBiasLayer):
     def build(self, input_shape=None):
         self.position_embeddings = self.add_weight(
             name="position_embeddings",
-            shape=(self.max_sequence_length + self._row_offset,
-                   self.hidden_dim),
+            shape=(
+                self.max_sequence_length + self._row_offset,
+                self.hidden_dim,
+            ),
             initializer=self.initializer,
         )
         self.position_layer_norm.build((None, self.hidden_dim))
@@ -180,9 +187,10 @@ class UntiedPositionBias(PositionBiasLayer):
         token_query, token_key = query[offset:], key[offset:]
         bias = ops.einsum("ihd,jhd->hij", token_query, token_key) * self._scale
         if self.relative_position_bias is not None:
-            bias = bias + self.relative_position_bias.compute_bias(
-                sequence_length
-            )[0]
+            bias = (
+                bias
+                + self.relative_position_bias.compute_bias(sequence_length)[0]
+            )
         if self.untie_cls:
             # theta_k: row k of the table correlated with itself.
             theta = ops.sum(query[:2] * key[:2], axis=-1) * self._scale

@@ -44,8 +44,13 @@ def load_bert_weights(tupe_backbone, bert_backbone):
             "`tupe_backbone` must be a tupe_tf.TupeBackbone. Received: "
             f"{type(tupe_backbone).__name__}"
         )
-    for name in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
-                 "intermediate_dim"):
+    for name in (
+        "vocabulary_size",
+        "num_layers",
+        "num_heads",
+        "hidden_dim",
+        "intermediate_dim",
+    ):
         if getattr(tupe_backbone, name) != getattr(bert_backbone, name):
             raise ValueError(
                 f"Cannot copy BERT weights: `{name}` differs (TUPE "

@@ -29,8 +29,11 @@ def check_preset(preset_dir):
     """
     if not os.path.isdir(preset_dir):
         raise ValueError(f"Preset directory {preset_dir!r} does not exist.")
-    missing = [name for name in REQUIRED_PRESET_FILES
-               if not os.path.exists(os.path.join(preset_dir, name))]
+    missing = [
+        name
+        for name in REQUIRED_PRESET_FILES
+        if not os.path.exists(os.path.join(preset_dir, name))
+    ]
     if missing:
         raise ValueError(
             f"Preset {preset_dir!r} is incomplete: missing {missing}. "

@@ -23,7 +23,13 @@ from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.version import __version__
 
 POSITION_ENCODINGS = (
-    "bert", "bert-r", "tupe-a", "tupe-r", "bert-ad", "diet-abs", "diet-rel"
+    "bert",
+    "bert-r",
+    "tupe-a",
+    "tupe-r",
+    "bert-ad",
+    "diet-abs",
+    "diet-rel",
 )
 SEGMENT_ENCODINGS = ("input", "per-head")
 # Options whose absolute positions are added to the word embeddings.
@@ -422,13 +428,21 @@ class TupeBackbone(Backbone):
         logits = []
         for layer, (x, kwargs) in zip(self.transformer_layers, values):
             attention = layer._self_attention_layer
-            logits.append(ops.convert_to_numpy(attention.attention_logits(
-                x, x,
-                attention_bias=(
-                    kwargs.get("attention_bias") if include_bias else None),
-                query_offset=kwargs.get("query_offset"),
-                key_offset=kwargs.get("key_offset"),
-            )))
+            logits.append(
+                ops.convert_to_numpy(
+                    attention.attention_logits(
+                        x,
+                        x,
+                        attention_bias=(
+                            kwargs.get("attention_bias")
+                            if include_bias
+                            else None
+                        ),
+                        query_offset=kwargs.get("query_offset"),
+                        key_offset=kwargs.get("key_offset"),
+                    )
+                )
+            )
         return logits
 
     def fold_positional_bias(self, sequence_lengths):
@@ -505,7 +519,9 @@ def _per_layer_attention_inputs(
         offsets = {}
     # Normalise to a list of `units` tensors of shape (1|B, heads, n, n).
     if position_bias is not None and len(position_bias.shape) == 5:
-        position_units = [position_bias[u] for u in range(position_bias.shape[0])]
+        position_units = [
+            position_bias[u] for u in range(position_bias.shape[0])
+        ]
     elif position_bias is not None:
         position_units = [position_bias]
     else:
@@ -521,11 +537,16 @@ def _per_layer_attention_inputs(
         p = layer_index if len(position_units) > 1 else 0
         s = layer_index if len(segment_units) > 1 else 0
         if (p, s) not in summed:
-            parts = [t for t in (position_units[p], segment_units[s])
-                     if t is not None]
+            parts = [
+                t
+                for t in (position_units[p], segment_units[s])
+                if t is not None
+            ]
             summed[(p, s)] = (
-                None if not parts
-                else parts[0] if len(parts) == 1
+                None
+                if not parts
+                else parts[0]
+                if len(parts) == 1
                 else parts[0] + parts[1]
             )
         layer_kwargs.append({"attention_bias": summed[(p, s)], **offsets})

@@ -20,7 +20,9 @@ from tupe_tf.training.optimization import current_learning_rate
 
 def global_step(model):
     """The optimizer's iteration count as a Python int."""
-    return int(np.asarray(keras.ops.convert_to_numpy(model.optimizer.iterations.value)))
+    return int(
+        np.asarray(keras.ops.convert_to_numpy(model.optimizer.iterations.value))
+    )
 
 
 class NonFiniteLossError(RuntimeError):
@@ -58,8 +60,12 @@ class TrainingLogger(keras.callbacks.Callback):
 
     def _writers(self):
         if self._train_writer is None:
-            self._train_writer = tf.summary.create_file_writer(self.log_dir + "/train")
-            self._eval_writer = tf.summary.create_file_writer(self.log_dir + "/eval")
+            self._train_writer = tf.summary.create_file_writer(
+                self.log_dir + "/train"
+            )
+            self._eval_writer = tf.summary.create_file_writer(
+                self.log_dir + "/eval"
+            )
         return self._train_writer, self._eval_writer
 
     def on_train_begin(self, logs=None):
@@ -72,16 +78,21 @@ class TrainingLogger(keras.callbacks.Callback):
         if step - self._last_logged < self.log_every:
             return
         now = time.perf_counter()
-        steps_per_second = (step - self._last_step) / max(now - self._last_time, 1e-9)
+        steps_per_second = (step - self._last_step) / max(
+            now - self._last_time, 1e-9
+        )
         train_writer, _ = self._writers()
         with train_writer.as_default(step=step):
             for name, value in (logs or {}).items():
                 tf.summary.scalar(name, float(value))
-            tf.summary.scalar("learning_rate", current_learning_rate(self.model.optimizer))
+            tf.summary.scalar(
+                "learning_rate", current_learning_rate(self.model.optimizer)
+            )
             tf.summary.scalar("steps_per_second", steps_per_second)
             if self.global_batch_size:
                 tf.summary.scalar(
-                    "sequences_per_second", steps_per_second * self.global_batch_size
+                    "sequences_per_second",
+                    steps_per_second * self.global_batch_size,
                 )
         train_writer.flush()
         self._last_logged = step
@@ -89,7 +100,9 @@ class TrainingLogger(keras.callbacks.Callback):
         self._last_time = now
 
     def on_epoch_end(self, epoch, logs=None):
-        eval_logs = {k[4:]: v for k, v in (logs or {}).items() if k.startswith("val_")}
+        eval_logs = {
+            k[4:]: v for k, v in (logs or {}).items() if k.startswith("val_")
+        }
         if eval_logs:
             self.write_eval(eval_logs)
         # Evaluation time is not training time.
@@ -130,7 +143,11 @@ class NonFiniteLossGuard(keras.callbacks.Callback):
         if loss is None or math.isfinite(float(loss)):
             return
         step = global_step(self.model)
-        last = self.checkpoint_manager.latest_checkpoint if self.checkpoint_manager else None
+        last = (
+            self.checkpoint_manager.latest_checkpoint
+            if self.checkpoint_manager
+            else None
+        )
         raise NonFiniteLossError(
             f"Training loss became {float(loss)} at step {step}; stopped. "
             + (

@@ -10,6 +10,7 @@ import os
 from typing import Optional
 from typing import Sequence
 
+
 class InvalidInputError(ValueError):
     """Bad flags or files, found before training starts (nothing written)."""
 
@@ -17,12 +18,24 @@ class InvalidInputError(ValueError):
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
 # compact ones). `tiny` is the few-minute CPU model.
 MODEL_SIZES = {
-    "tiny": dict(num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512),
-    "mini": dict(num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024),
-    "small": dict(num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048),
-    "medium": dict(num_layers=8, num_heads=8, hidden_dim=512, intermediate_dim=2048),
-    "base": dict(num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072),
-    "large": dict(num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096),
+    "tiny": dict(
+        num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512
+    ),
+    "mini": dict(
+        num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024
+    ),
+    "small": dict(
+        num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
+    ),
+    "medium": dict(
+        num_layers=8, num_heads=8, hidden_dim=512, intermediate_dim=2048
+    ),
+    "base": dict(
+        num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072
+    ),
+    "large": dict(
+        num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096
+    ),
 }
 
 POSITION_ENCODINGS = (
@@ -37,7 +50,13 @@ POSITION_ENCODINGS = (
 SEGMENT_ENCODINGS = ("input", "per-head")
 POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+STRATEGIES = (
+    "default",
+    "one_device",
+    "mirrored",
+    "multi_worker_mirrored",
+    "tpu",
+)
 
 
 @dataclasses.dataclass
@@ -158,7 +177,9 @@ class OptimizerConfig:
     def resolve_warmup_steps(self, num_train_steps):
         if self.warmup_steps is not None:
             if self.warmup_steps < 0:
-                raise ValueError(f"--warmup_steps={self.warmup_steps} is negative.")
+                raise ValueError(
+                    f"--warmup_steps={self.warmup_steps} is negative."
+                )
             return min(int(self.warmup_steps), int(num_train_steps))
         if not 0.0 <= self.warmup_ratio <= 1.0:
             raise ValueError(
@@ -265,7 +286,9 @@ class PretrainConfig:
     shuffle_buffer: int = 10000
     verbose: int = 1
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
-    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=OptimizerConfig
+    )
     runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
 
     @property

@@ -88,11 +88,19 @@ def prepare_default_data(
     vocab_file = os.path.join(work_dir, "vocab.txt")
     shard_dir = os.path.join(work_dir, f"shards_{seq_length}")
     if not os.path.isfile(vocab_file):
-        logging.info("Building a %d-token vocabulary in %s", vocab_size, vocab_file)
-        print(f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}")
-        data_pipeline.build_vocabulary(None, vocab_size, vocab_file, lowercase=True)
+        logging.info(
+            "Building a %d-token vocabulary in %s", vocab_size, vocab_file
+        )
+        print(
+            f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}"
+        )
+        data_pipeline.build_vocabulary(
+            None, vocab_size, vocab_file, lowercase=True
+        )
     if not _existing_shards_match(shard_dir, vocab_file, seq_length):
-        print(f"Building {num_shards} shards of length {seq_length}: {shard_dir}")
+        print(
+            f"Building {num_shards} shards of length {seq_length}: {shard_dir}"
+        )
         data_pipeline.build_shards(
             data_pipeline.ShardConfig(
                 input_patterns=None,
@@ -108,7 +116,8 @@ def prepare_default_data(
     else:
         print(f"Reusing the vocabulary {vocab_file} and shards in {shard_dir}")
     files = sorted(
-        name for name in os.listdir(shard_dir)
+        name
+        for name in os.listdir(shard_dir)
         if ".tfrecord" in name and not name.endswith(".tmp")
     )
     return DefaultData(

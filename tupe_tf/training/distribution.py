@@ -28,7 +28,10 @@ def configure_logical_cpus(num_devices):
     try:
         tf.config.set_logical_device_configuration(
             cpus[0],
-            [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)],
+            [
+                tf.config.LogicalDeviceConfiguration()
+                for _ in range(num_devices)
+            ],
         )
     except RuntimeError as error:
         raise RuntimeError(
@@ -122,8 +125,10 @@ def is_chief(strategy):
         return True
     task_type = extended._task_type  # Set from TF_CONFIG by the strategy.
     task_id = extended._task_id
-    return task_type is None or (task_type == "chief") or (
-        task_type == "worker" and task_id == 0
+    return (
+        task_type is None
+        or (task_type == "chief")
+        or (task_type == "worker" and task_id == 0)
     )
 
 

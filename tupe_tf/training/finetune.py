@@ -36,7 +36,9 @@ def _preset_backbone_config(preset):
         return json.load(f).get("config", {})
 
 
-def _features(split, preprocessor, batch_size, shuffle, seed, drop_remainder=False):
+def _features(
+    split, preprocessor, batch_size, shuffle, seed, drop_remainder=False
+):
     """Tokenised, cached, (shuffled) batches of `(features, labels)`."""
     texts = tuple(tf.constant(column) for column in split.sentences)
     inputs = texts[0] if len(texts) == 1 else texts
@@ -53,8 +55,12 @@ def _features(split, preprocessor, batch_size, shuffle, seed, drop_remainder=Fal
         .cache()
     )
     if shuffle:
-        dataset = dataset.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.shuffle(
+            len(split), seed=seed, reshuffle_each_iteration=True
+        )
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(
+        tf.data.AUTOTUNE
+    )
 
 
 class _DevEvaluator(keras.callbacks.Callback):
@@ -70,8 +76,12 @@ class _DevEvaluator(keras.callbacks.Callback):
         results = {}
         for split_name, (dataset, labels) in self.eval_sets.items():
             # float32 for the metrics, whatever the compute dtype.
-            outputs = np.asarray(self.model.predict(dataset, verbose=0), np.float32)
-            metrics = glue_metrics.compute_glue_metrics(self.task_name, labels, outputs)
+            outputs = np.asarray(
+                self.model.predict(dataset, verbose=0), np.float32
+            )
+            metrics = glue_metrics.compute_glue_metrics(
+                self.task_name, labels, outputs
+            )
             results[split_name] = metrics
         return results
 
@@ -81,7 +91,9 @@ class _DevEvaluator(keras.callbacks.Callback):
         logging.info("epoch %d dev: %s", epoch + 1, results)
 
 
-def finetune_once(config, task, train, eval_splits, learning_rate, seed, strategy):
+def finetune_once(
+    config, task, train, eval_splits, learning_rate, seed, strategy
+):
     """One fine-tuning run; returns its per-epoch and final dev metrics."""
     import tupe_tf
 
@@ -92,7 +104,11 @@ def finetune_once(config, task, train, eval_splits, learning_rate, seed, strateg
     )
     # TPUs need static shapes: full training batches only.
     train_ds = _features(
-        train, preprocessor, config.batch_size, True, seed,
+        train,
+        preprocessor,
+        config.batch_size,
+        True,
+        seed,
         drop_remainder=config.runtime.strategy == "tpu",
     )
     eval_sets = {
@@ -189,14 +205,18 @@ def summarize_runs(task_name, runs):
         lr_runs = [run for run in runs if run["learning_rate"] == learning_rate]
         by_lr[str(learning_rate)] = {
             split: {
-                metric: float(np.median([run["dev"][split][metric] for run in lr_runs]))
+                metric: float(
+                    np.median([run["dev"][split][metric] for run in lr_runs])
+                )
                 for metric in lr_runs[0]["dev"][split]
             }
             for split in lr_runs[0]["dev"]
         }
     primary = glue_metrics.primary_metric(task_name)
     first_split = next(iter(runs[0]["dev"]))
-    best = max(learning_rates, key=lambda lr: by_lr[str(lr)][first_split][primary])
+    best = max(
+        learning_rates, key=lambda lr: by_lr[str(lr)][first_split][primary]
+    )
     return by_lr, best
 
 
@@ -207,7 +227,9 @@ def validate_glue_config(config):
     task = glue.get_task(config.task)
     config.runtime.validate()
     if not config.preset:
-        raise ValueError("--preset is required (a pre-trained preset directory).")
+        raise ValueError(
+            "--preset is required (a pre-trained preset directory)."
+        )
     backbone_config = _preset_backbone_config(config.preset)
     max_length = backbone_config.get("max_sequence_length")
     if max_length is not None and config.seq_length > max_length:
@@ -219,7 +241,9 @@ def validate_glue_config(config):
         raise ValueError("--learning_rates and --seeds must not be empty.")
     for flag in ("batch_size", "num_epochs"):
         if getattr(config, flag) <= 0:
-            raise ValueError(f"--{flag}={getattr(config, flag)} must be positive.")
+            raise ValueError(
+                f"--{flag}={getattr(config, flag)} must be positive."
+            )
     if config.glue_dir and not os.path.isdir(config.glue_dir):
         raise ValueError(f"--glue_dir={config.glue_dir!r} is not a directory.")
     return task
@@ -256,11 +280,19 @@ def run_glue(config: GlueConfig):
             num_cpu_devices=config.runtime.num_cpu_devices,
         )
         train = glue.load_glue(
-            task.name, "train", config.glue_dir, config.tfds_data_dir, config.max_train_examples
+            task.name,
+            "train",
+            config.glue_dir,
+            config.tfds_data_dir,
+            config.max_train_examples,
         )
         eval_splits = [
             glue.load_glue(
-                task.name, split, config.glue_dir, config.tfds_data_dir, config.max_eval_examples
+                task.name,
+                split,
+                config.glue_dir,
+                config.tfds_data_dir,
+                config.max_eval_examples,
             )
             for split in task.eval_splits
         ]
@@ -276,10 +308,18 @@ def run_glue(config: GlueConfig):
     try:
         for learning_rate in config.learning_rates:
             for seed in config.seeds:
-                print(f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}")
+                print(
+                    f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}"
+                )
                 runs.append(
                     finetune_once(
-                        config, task, train, eval_splits, learning_rate, seed, strategy
+                        config,
+                        task,
+                        train,
+                        eval_splits,
+                        learning_rate,
+                        seed,
+                        strategy,
                     )
                 )
     finally:

@@ -72,7 +72,10 @@ def _average_ranks(values):
     start = 0
     while start < len(values):
         end = start
-        while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+        while (
+            end + 1 < len(values)
+            and sorted_values[end + 1] == sorted_values[start]
+        ):
             end += 1
         ranks[order[start : end + 1]] = 0.5 * (start + end) + 1.0
         start = end + 1
@@ -114,7 +117,10 @@ def compute_glue_metrics(task, labels, outputs):
         predictions = outputs.reshape(-1)
     else:
         predictions = np.argmax(outputs, axis=-1)
-    return {name: _FUNCTIONS[name](labels, predictions) for name in TASK_METRICS[task]}
+    return {
+        name: _FUNCTIONS[name](labels, predictions)
+        for name in TASK_METRICS[task]
+    }
 
 
 def primary_metric(task):

@@ -42,7 +42,9 @@ class DistributedTrainingLoop:
 
     def _reduce(self, per_replica_logs):
         return {
-            name: self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+            name: self.strategy.reduce(
+                tf.distribute.ReduceOp.MEAN, value, axis=None
+            )
             for name, value in per_replica_logs.items()
         }
 
@@ -52,7 +54,9 @@ class DistributedTrainingLoop:
             @tf.function
             def train_function(iterator):
                 data = next(iterator)
-                return self._reduce(self.strategy.run(self.model.train_step, args=(data,)))
+                return self._reduce(
+                    self.strategy.run(self.model.train_step, args=(data,))
+                )
 
             self._train_function = train_function
         return self._train_function
@@ -63,7 +67,9 @@ class DistributedTrainingLoop:
             @tf.function
             def test_function(iterator):
                 data = next(iterator)
-                return self._reduce(self.strategy.run(self.model.test_step, args=(data,)))
+                return self._reduce(
+                    self.strategy.run(self.model.test_step, args=(data,))
+                )
 
             self._test_function = test_function
         return self._test_function
@@ -122,12 +128,17 @@ class DistributedTrainingLoop:
             callback_list.on_epoch_begin(epoch)
             for step in range(steps_per_epoch):
                 callback_list.on_train_batch_begin(step)
-                logs = {k: float(v) for k, v in train_function(iterator).items()}
+                logs = {
+                    k: float(v) for k, v in train_function(iterator).items()
+                }
                 callback_list.on_train_batch_end(step, logs)
                 if self.model.stop_training:
                     break
             epoch_logs = dict(logs)
-            if validation_data is not None and (epoch + 1) % validation_freq == 0:
+            if (
+                validation_data is not None
+                and (epoch + 1) % validation_freq == 0
+            ):
                 val_logs = self.evaluate(validation_data, validation_steps)
                 epoch_logs.update({"val_" + k: v for k, v in val_logs.items()})
             callback_list.on_epoch_end(epoch, epoch_logs)

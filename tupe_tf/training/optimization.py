@@ -26,7 +26,9 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak_learning_rate, warmup_steps, total_steps):
         if total_steps <= 0:
-            raise ValueError(f"total_steps must be positive, got {total_steps}.")
+            raise ValueError(
+                f"total_steps must be positive, got {total_steps}."
+            )
         if not 0 <= warmup_steps <= total_steps:
             raise ValueError(
                 f"warmup_steps={warmup_steps} must be in [0, total_steps="

@@ -94,7 +94,9 @@ def validate_config(config, strategy=None):
         )
     for flag in ("num_train_steps", "save_every", "eval_steps", "log_every"):
         if getattr(config, flag) <= 0:
-            raise ValueError(f"--{flag}={getattr(config, flag)} must be positive.")
+            raise ValueError(
+                f"--{flag}={getattr(config, flag)} must be positive."
+            )
     if config.eval_every < 0:
         raise ValueError(
             f"--eval_every={config.eval_every} must be >= 0 (0: evaluate at "
@@ -154,7 +156,9 @@ def build_masked_lm(config, vocabulary_size):
     """An uncompiled `tupe_tf.TupeMaskedLM` for `config.model`."""
     import tupe_tf
 
-    backbone = tupe_tf.TupeBackbone(**config.model.backbone_kwargs(vocabulary_size))
+    backbone = tupe_tf.TupeBackbone(
+        **config.model.backbone_kwargs(vocabulary_size)
+    )
     model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
     if keras.config.dtype_policy().name.startswith("mixed"):
         # keras-hub 0.32's MaskedLMHead (autocast=False) adds its float32 bias
@@ -193,7 +197,9 @@ def compile_masked_lm(model, config):
     model.compile(
         optimizer=optimizer,
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")],
+        weighted_metrics=[
+            keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        ],
         jit_compile=config.runtime.jit_compile,
         steps_per_execution=config.runtime.steps_per_execution,
     )
@@ -202,7 +208,9 @@ def compile_masked_lm(model, config):
     return model
 
 
-def make_dataset(config, files, batch_size, is_training, skip_batches=0, input_context=None):
+def make_dataset(
+    config, files, batch_size, is_training, skip_batches=0, input_context=None
+):
     """The MLM dataset; training data repeats and starts `skip_batches` in.
 
     Evaluation data is one deterministic pass, repeated and cut to
@@ -316,7 +324,9 @@ def run_pretraining(config: PretrainConfig):
         # The strategy comes first: logical CPU devices must be configured
         # before anything (including the data checks) initialises TF.
         strategy = distribution.create_strategy(
-            runtime.strategy, tpu=runtime.tpu, num_cpu_devices=runtime.num_cpu_devices
+            runtime.strategy,
+            tpu=runtime.tpu,
+            num_cpu_devices=runtime.num_cpu_devices,
         )
         if not config.train_files:
             from tupe_tf.training import default_data
@@ -345,7 +355,8 @@ def run_pretraining(config: PretrainConfig):
         keras.utils.set_random_seed(config.seed)
         # The masked LM does not use the pooler, so it gets no gradient.
         warnings.filterwarnings(
-            "ignore", message=r"Gradients do not exist for variables \['pooled_dense"
+            "ignore",
+            message=r"Gradients do not exist for variables \['pooled_dense",
         )
         with strategy.scope():
             model = build_masked_lm(config, vocabulary_size)
@@ -363,31 +374,45 @@ def run_pretraining(config: PretrainConfig):
             print(f"Resumed from {latest}", flush=True)
         start_step = global_step(model)
         if chief:
-            _write_json(os.path.join(config.model_dir, "config.json"), config.to_dict())
+            _write_json(
+                os.path.join(config.model_dir, "config.json"), config.to_dict()
+            )
         saver = CheckpointSaver(manager)
         callbacks = [NonFiniteLossGuard(manager), saver]
         if chief:
             callbacks.append(
-                TrainingLogger(config.log_dir, config.log_every, config.global_batch_size)
+                TrainingLogger(
+                    config.log_dir, config.log_every, config.global_batch_size
+                )
             )
         verbose = config.verbose if chief else 0
-        per_replica = distribution.per_replica_batch_size(config.global_batch_size, strategy)
+        per_replica = distribution.per_replica_batch_size(
+            config.global_batch_size, strategy
+        )
         # Evaluation runs at checkpoint boundaries: the first one at or after
         # every `eval_every` steps.
         eval_every_epochs = (
-            -(-config.eval_every // config.save_every) if config.eval_every else 0
+            -(-config.eval_every // config.save_every)
+            if config.eval_every
+            else 0
         )
 
         def train_data(skip):
             if multi_worker:
                 return strategy.distribute_datasets_from_function(
                     lambda ctx: make_dataset(
-                        config, train_files, per_replica, True,
-                        skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
+                        config,
+                        train_files,
+                        per_replica,
+                        True,
+                        skip
+                        * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
                         input_context=ctx,
                     )
                 )
-            return make_dataset(config, train_files, config.global_batch_size, True, skip)
+            return make_dataset(
+                config, train_files, config.global_batch_size, True, skip
+            )
 
         def eval_data():
             if not eval_files:
@@ -395,12 +420,22 @@ def run_pretraining(config: PretrainConfig):
             if multi_worker:
                 return strategy.distribute_datasets_from_function(
                     lambda ctx: make_dataset(
-                        config, eval_files, per_replica, False, input_context=ctx
+                        config,
+                        eval_files,
+                        per_replica,
+                        False,
+                        input_context=ctx,
                     )
                 )
-            return make_dataset(config, eval_files, config.global_batch_size, False)
+            return make_dataset(
+                config, eval_files, config.global_batch_size, False
+            )
 
-        loop = DistributedTrainingLoop(model, strategy, verbose) if multi_worker else None
+        loop = (
+            DistributedTrainingLoop(model, strategy, verbose)
+            if multi_worker
+            else None
+        )
         start_time = time.time()
         epoch_history = {}
         step = start_step
@@ -414,7 +449,11 @@ def run_pretraining(config: PretrainConfig):
                 steps_per_epoch=steps_per_epoch,
                 callbacks=callbacks,
             )
-            validation = eval_data() if (eval_every_epochs and steps_per_epoch == config.save_every) else None
+            validation = (
+                eval_data()
+                if (eval_every_epochs and steps_per_epoch == config.save_every)
+                else None
+            )
             if validation is not None:
                 fit_kwargs.update(
                     validation_data=validation,
@@ -425,10 +464,15 @@ def run_pretraining(config: PretrainConfig):
                 history = loop.fit(train_data(step), **fit_kwargs)
             else:
                 history = model.fit(
-                    train_data(step), verbose=verbose, shuffle=False, **fit_kwargs
+                    train_data(step),
+                    verbose=verbose,
+                    shuffle=False,
+                    **fit_kwargs,
                 )
             for name, values in history.history.items():
-                epoch_history.setdefault(name, []).extend(float(v) for v in values)
+                epoch_history.setdefault(name, []).extend(
+                    float(v) for v in values
+                )
             epoch += num_epochs
             step = global_step(model)
         train_seconds = time.time() - start_time
@@ -440,10 +484,14 @@ def run_pretraining(config: PretrainConfig):
             if loop is not None:
                 eval_results = loop.evaluate(eval_data(), config.eval_steps)
             else:
-                eval_results = model.evaluate(eval_data(), verbose=0, return_dict=True)
+                eval_results = model.evaluate(
+                    eval_data(), verbose=0, return_dict=True
+                )
             eval_results = {k: float(v) for k, v in eval_results.items()}
             if eval_results.get("loss") is not None:
-                eval_results["perplexity"] = float(math.exp(min(eval_results["loss"], 50.0)))
+                eval_results["perplexity"] = float(
+                    math.exp(min(eval_results["loss"], 50.0))
+                )
             for callback in callbacks:
                 if isinstance(callback, TrainingLogger):
                     callback.write_eval(eval_results)
@@ -461,7 +509,9 @@ def run_pretraining(config: PretrainConfig):
         save_preset_atomically(
             export_model,
             preset_dir,
-            lambda: tupe_tf.TupeTokenizer(vocabulary=config.vocab_file, lowercase=True),
+            lambda: tupe_tf.TupeTokenizer(
+                vocabulary=config.vocab_file, lowercase=True
+            ),
             config.seq_length,
         )
         if not chief:
@@ -484,7 +534,9 @@ def run_pretraining(config: PretrainConfig):
         }
         if chief:
             _write_json(os.path.join(config.model_dir, "results.json"), results)
-        return PretrainingResult(model=model, results=results, strategy=strategy)
+        return PretrainingResult(
+            model=model, results=results, strategy=strategy
+        )
     finally:
         keras.config.set_dtype_policy(previous_policy)
 

@@ -21,28 +21,41 @@ def define_runtime_flags(flag_values=flags.FLAGS):
     """Defines `--strategy --tpu --num_cpu_devices --mixed_precision
     --jit_compile --steps_per_execution` on `flag_values`."""
     flags.DEFINE_enum(
-        "strategy", "default", list(config_lib.STRATEGIES), "tf.distribute strategy.",
+        "strategy",
+        "default",
+        list(config_lib.STRATEGIES),
+        "tf.distribute strategy.",
         flag_values=flag_values,
     )
     flags.DEFINE_string(
-        "tpu", None, "TPU name/address for --strategy=tpu ('local' on a TPU VM).",
+        "tpu",
+        None,
+        "TPU name/address for --strategy=tpu ('local' on a TPU VM).",
         flag_values=flag_values,
     )
     flags.DEFINE_integer(
-        "num_cpu_devices", None,
+        "num_cpu_devices",
+        None,
         "Logical CPU devices for --strategy=mirrored without GPUs.",
         flag_values=flag_values,
     )
     flags.DEFINE_enum(
-        "mixed_precision", "float32", list(config_lib.MIXED_PRECISION_POLICIES),
+        "mixed_precision",
+        "float32",
+        list(config_lib.MIXED_PRECISION_POLICIES),
         "Keras dtype policy (mixed_bfloat16 on TPU; mixed_float16 adds loss scaling).",
         flag_values=flag_values,
     )
     flags.DEFINE_boolean(
-        "jit_compile", False, "XLA-compile the train step.", flag_values=flag_values
+        "jit_compile",
+        False,
+        "XLA-compile the train step.",
+        flag_values=flag_values,
     )
     flags.DEFINE_integer(
-        "steps_per_execution", 1, "Train steps per tf.function call.",
+        "steps_per_execution",
+        1,
+        "Train steps per tf.function call.",
         flag_values=flag_values,
     )
 
