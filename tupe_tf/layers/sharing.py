@@ -1,6 +1,6 @@
 """Parameter sharing of DIET's per-head tables across layers and heads."""
 
-POSITION_SHARING_OPTIONS = ("layer-wise", "head-wise", "none")
+from tupe_tf.backbone_options import POSITION_SHARINGS
 
 
 def sharing_units(sharing, num_layers, num_heads):
@@ -10,9 +10,9 @@ def sharing_units(sharing, num_layers, num_heads):
     `head-wise`: one table per layer, shared by its heads -> `(L, 1)`.
     `none`: one table per layer and head -> `(L, H)`.
     """
-    if sharing not in POSITION_SHARING_OPTIONS:
+    if sharing not in POSITION_SHARINGS:
         raise ValueError(
-            f"`position_sharing` must be one of {POSITION_SHARING_OPTIONS}. "
+            f"`position_sharing` must be one of {POSITION_SHARINGS}. "
             f"Received: position_sharing={sharing!r}"
         )
     units = 1 if sharing == "layer-wise" else num_layers

@@ -1,9 +1,10 @@
 """keras-hub models of tupe-tf."""
 
+from tupe_tf.backbone_options import POSITION_ENCODINGS
+from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.models.bert_weights import load_bert_weights
 from tupe_tf.models.preset_check import check_preset
-from tupe_tf.models.tupe_backbone import POSITION_ENCODINGS
-from tupe_tf.models.tupe_backbone import SEGMENT_ENCODINGS
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_masked_lm import TupeMaskedLM
 from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor

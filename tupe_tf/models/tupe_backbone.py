@@ -12,26 +12,18 @@ from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
 from keras_hub.src.utils.keras_utils import gelu_approximate
 
+from tupe_tf.backbone_options import POSITION_ENCODINGS
+from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
-from tupe_tf.layers.sharing import POSITION_SHARING_OPTIONS
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.version import __version__
 
-POSITION_ENCODINGS = (
-    "bert",
-    "bert-r",
-    "tupe-a",
-    "tupe-r",
-    "bert-ad",
-    "diet-abs",
-    "diet-rel",
-)
-SEGMENT_ENCODINGS = ("input", "per-head")
 # Options whose absolute positions are added to the word embeddings.
 _INPUT_POSITION_ENCODINGS = ("bert", "bert-r")
 _DEFAULT_SHARING = {"diet-abs": "layer-wise", "diet-rel": "none"}
@@ -154,7 +146,7 @@ class TupeBackbone(Backbone):
             )
         if is_diet:
             sharing = position_sharing or _DEFAULT_SHARING[position_encoding]
-            _choose("position_sharing", sharing, POSITION_SHARING_OPTIONS)
+            _choose("position_sharing", sharing, POSITION_SHARINGS)
         else:
             if position_sharing not in (None, "layer-wise"):
                 raise ValueError(

@@ -10,6 +10,10 @@ import os
 from typing import Optional
 from typing import Sequence
 
+from tupe_tf.backbone_options import POSITION_ENCODINGS
+from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.backbone_options import SEGMENT_ENCODINGS
+
 
 class InvalidInputError(ValueError):
     """Bad flags or files, found before training starts (nothing written)."""
@@ -38,17 +42,6 @@ MODEL_SIZES = {
     ),
 }
 
-POSITION_ENCODINGS = (
-    "bert",
-    "bert-r",
-    "tupe-a",
-    "tupe-r",
-    "bert-ad",
-    "diet-abs",
-    "diet-rel",
-)
-SEGMENT_ENCODINGS = ("input", "per-head")
-POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = (
     "default",

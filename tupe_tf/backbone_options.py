@@ -1,0 +1,106 @@
+"""The one place each `TupeBackbone` hyper-parameter is declared.
+
+Every backbone argument beyond the BERT dimensions (`vocabulary_size`,
+`num_layers`, `num_heads`, `hidden_dim`, `intermediate_dim`) is written here
+once, with its default, its help text and, where it has them, its choices.
+`tupe_tf.training.config.ModelConfig` and the scripts' flags are generated
+from this table, so a new backbone option needs no edit in the training,
+config or script layers.
+
+This module imports neither TensorFlow nor Keras.
+
+Example:
+
+>>> from tupe_tf.backbone_options import BACKBONE_OPTIONS
+>>> [option.name for option in BACKBONE_OPTIONS][:2]
+['dropout', 'max_sequence_length']
+"""
+
+import dataclasses
+from typing import Any
+from typing import Optional
+from typing import Tuple
+
+POSITION_ENCODINGS = (
+    "bert",
+    "bert-r",
+    "tupe-a",
+    "tupe-r",
+    "bert-ad",
+    "diet-abs",
+    "diet-rel",
+)
+SEGMENT_ENCODINGS = ("input", "per-head")
+POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class BackboneOption:
+    """One backbone hyper-parameter.
+
+    Args:
+        name: the keyword argument of `TupeBackbone` (and the flag name).
+        default: its default value (`None` where the backbone derives it).
+        value_type: `int`, `float`, `bool` or `str`.
+        help: one-line help text, used by the docstring-free flag layer.
+        choices: the allowed values of a string option, or `None`.
+    """
+
+    name: str
+    default: Any
+    value_type: type
+    help: str
+    choices: Optional[Tuple[str, ...]] = None
+
+
+BACKBONE_OPTIONS = (
+    BackboneOption(
+        "dropout",
+        0.1,
+        float,
+        "Dropout of embeddings, attention probabilities and residuals.",
+    ),
+    BackboneOption(
+        "max_sequence_length", 512, int, "Longest sequence (position table)."
+    ),
+    BackboneOption("num_segments", 2, int, "Number of segment ids."),
+    BackboneOption(
+        "position_encoding",
+        "tupe-r",
+        str,
+        "Position encoding (see docs/spec.md).",
+        POSITION_ENCODINGS,
+    ),
+    BackboneOption(
+        "untie_cls",
+        True,
+        bool,
+        "tupe-*: untie [CLS] from positions (False: TUPE-A^{tie-cls}).",
+    ),
+    BackboneOption(
+        "segment_encoding",
+        "input",
+        str,
+        "input: BERT's segment embedding; per-head: DIET's segment bias.",
+        SEGMENT_ENCODINGS,
+    ),
+    BackboneOption(
+        "position_rank", None, int, "diet-abs rank (default: head size)."
+    ),
+    BackboneOption(
+        "position_sharing",
+        None,
+        str,
+        "diet-*: table sharing (default: layer-wise for diet-abs, none "
+        "for diet-rel).",
+        POSITION_SHARINGS,
+    ),
+    BackboneOption(
+        "relative_buckets", 32, int, "T5 relative buckets (bert-r, tupe-r)."
+    ),
+    BackboneOption(
+        "relative_max_distance", 128, int, "T5 relative maximum distance."
+    ),
+)
+
+OPTION_DEFAULTS = {option.name: option.default for option in BACKBONE_OPTIONS}
