@@ -90,8 +90,8 @@ def main(argv):
     import tensorflow as tf
 
     import data_pipeline
+    from data_pipeline import default_data
     from tupe_tf.training import config as config_lib
-    from tupe_tf.training import default_data
     from tupe_tf.training.callbacks import NonFiniteLossGuard
     from tupe_tf.training.callbacks import TrainingLogger
     from tupe_tf.training.pretrain import _vocabulary_size

@@ -22,13 +22,13 @@ from absl import logging
 
 from data_pipeline import corpus
 from data_pipeline import example_encoding
+from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import vocab as vocab_lib
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
-_TMP_SUFFIX = ".tmp"
 
 
 @dataclasses.dataclass
@@ -263,7 +263,6 @@ def build_shards(config):
 
     names = shard_names(config.file_prefix, config.num_shards, compression)
     final_paths = [os.path.join(output_dir, n) for n in names]
-    tmp_paths = [os.path.join(output_dir, "." + n + _TMP_SUFFIX) for n in names]
     options = tf.io.TFRecordOptions(compression_type=compression)
     writers = []
     counts = [0] * config.num_shards
@@ -274,71 +273,69 @@ def build_shards(config):
     )
     unk_count = 0
     start_time = time.time()
-    try:
-        writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
-        token_batches = tokenized_line_batches(
-            input_files,
-            vocabulary,
-            config.lowercase,
-            corpus_stats,
-            config.line_batch_size,
-            config.num_parallel_calls,
-        )
-
-        def counted(batches):
-            nonlocal unk_count
-            for flat_ids, row_splits, kinds in batches:
-                unk_count += int(np.count_nonzero(flat_ids == special.unk))
-                yield flat_ids, row_splits, kinds
-
-        sequences = packing.pack_token_batches(
-            counted(token_batches),
-            config.max_seq_length,
-            special.cls,
-            special.sep,
-            packer=packer,
-        )
-        serialized = serialized_examples(sequences, config, vocabulary)
-        example_index = 0
-        for record in serialized:
-            shard = example_index % config.num_shards
-            writers[shard].write(record)
-            counts[shard] += 1
-            example_index += 1
-        for writer in writers:
-            writer.close()
-        if example_index == 0:
-            raise ValueError(
-                "Empty corpus: no tokens in input file(s) "
-                f"{', '.join(input_files)}."
+    # The temporaries replace the final shards only if the body succeeds.
+    with fileio.atomic_files(final_paths) as tmp_paths:
+        try:
+            writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
+            token_batches = tokenized_line_batches(
+                input_files,
+                vocabulary,
+                config.lowercase,
+                corpus_stats,
+                config.line_batch_size,
+                config.num_parallel_calls,
             )
-        shard_entries = []
-        for name, tmp_path, count in zip(names, tmp_paths, counts):
-            shard_entries.append(
-                {
-                    "name": name,
-                    "examples": count,
-                    "bytes": os.path.getsize(tmp_path),
-                    "sha256": vocab_lib.file_sha256(tmp_path),
-                }
+
+            def counted(batches):
+                nonlocal unk_count
+                for flat_ids, row_splits, kinds in batches:
+                    unk_count += int(np.count_nonzero(flat_ids == special.unk))
+                    yield flat_ids, row_splits, kinds
+
+            sequences = packing.pack_token_batches(
+                counted(token_batches),
+                config.max_seq_length,
+                special.cls,
+                special.sep,
+                packer=packer,
             )
-        # Every shard is complete: only now drop an older run's files (its
-        # manifest first), rename the new shards, then write the manifest.
-        _remove_previous_outputs(
-            output_dir, keep={os.path.basename(p) for p in tmp_paths}
-        )
-        for tmp_path, final_path in zip(tmp_paths, final_paths):
-            os.replace(tmp_path, final_path)
-    except BaseException:
-        for writer in writers:
-            try:
+            serialized = serialized_examples(sequences, config, vocabulary)
+            example_index = 0
+            for record in serialized:
+                shard = example_index % config.num_shards
+                writers[shard].write(record)
+                counts[shard] += 1
+                example_index += 1
+            for writer in writers:
                 writer.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
-        for path in tmp_paths:
-            if os.path.exists(path):
-                os.remove(path)
-        raise
+            if example_index == 0:
+                raise ValueError(
+                    "Empty corpus: no tokens in input file(s) "
+                    f"{', '.join(input_files)}."
+                )
+            shard_entries = []
+            for name, tmp_path, count in zip(names, tmp_paths, counts):
+                shard_entries.append(
+                    {
+                        "name": name,
+                        "examples": count,
+                        "bytes": os.path.getsize(tmp_path),
+                        "sha256": fileio.file_sha256(tmp_path),
+                    }
+                )
+            # Every shard is complete: only now drop an older run's files (its
+            # manifest first); leaving the `with` renames the new shards, then
+            # the manifest is written.
+            _remove_previous_outputs(
+                output_dir, keep={os.path.basename(p) for p in tmp_paths}
+            )
+        except BaseException:
+            for writer in writers:
+                try:
+                    writer.close()
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            raise
     elapsed = time.time() - start_time
 
     if corpus_stats.invalid_utf8_lines:

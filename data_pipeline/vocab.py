@@ -1,10 +1,11 @@
-"""WordPiece vocabulary: learning (TF-Text), loading, special tokens, hashing."""
+"""WordPiece vocabulary: learning (TF-Text), loading, special tokens."""
 
 import dataclasses
-import hashlib
 import os
 import re
-import tempfile
+
+from data_pipeline import corpus
+from data_pipeline import fileio
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 REQUIRED_SPECIAL_TOKENS = RESERVED_TOKENS
@@ -46,18 +47,6 @@ class Vocabulary:
     @property
     def size(self):
         return len(self.tokens)
-
-
-def file_sha256(path, chunk_size=1 << 20):
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(chunk_size)
-            if not chunk:
-                break
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def load_vocabulary(vocab_file):
@@ -124,34 +113,10 @@ def load_vocabulary(vocab_file):
     return Vocabulary(
         path=vocab_file,
         tokens=tuple(tokens),
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=fileio.sha256_hex(raw),
         special_ids=special_ids,
         special_token_ids=special_token_ids,
     )
-
-
-def write_text_atomically(path, text):
-    """Writes `text` to `path` via a temporary file and `os.replace`."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(
-        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
-    )
-    try:
-        # mkstemp creates 0600 files; give the usual umask-based mode instead.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
 
 
 def build_vocabulary(
@@ -201,8 +166,6 @@ def build_vocabulary(
         bert_vocab_from_dataset as bvd,
     )  # pylint: disable=g-import-not-at-top
 
-    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
-
     if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
         raise ValueError(
             f"vocab_size must be an int larger than the {len(reserved_tokens)} "
@@ -248,11 +211,11 @@ def build_vocabulary(
         )
     if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
         raise AssertionError("TF-Text did not put the reserved tokens first.")
-    write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
+    fileio.write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
     return {
         "vocab_size": len(vocab),
         "output_file": os.fspath(output_file),
-        "sha256": file_sha256(output_file),
+        "sha256": fileio.file_sha256(output_file),
         "input_files": list(input_files),
         "lowercase": bool(lowercase),
         "corpus_stats": dataclasses.asdict(stats),
