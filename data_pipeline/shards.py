@@ -27,51 +27,72 @@ from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import vocab as vocab_lib
+from data_pipeline.config_flags import setting
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
 
 
 @dataclasses.dataclass
 class ShardConfig:
-    """Configuration of `build_shards` (one field per `build_shards.py` flag).
+    """Configuration of `build_shards`; `scripts/build_shards.py`'s flags are
+    generated from it (help: field metadata; see `config_flags`)."""
 
-    Attributes:
-      input_patterns: comma-separated files/globs (or a list); `None` for the
-        embedded gensim Wikipedia sample.
-      vocab_file: WordPiece vocabulary (one token per line).
-      output_dir: directory for the shards and `manifest.json`.
-      max_seq_length: longest packed sequence, `[CLS]`/`[SEP]` included.
-      num_shards: number of TFRecord files; examples go round-robin.
-      seed: seed of static masking (packing itself is deterministic).
-      static_masking: write Model Garden's pre-masked schema instead of
-        `input_word_ids` for dynamic masking.
-      dupe_factor: static masking only: masked copies of each sequence.
-      max_predictions_per_seq: static masking only: prediction slots.
-      mask_rate: static masking only: fraction of tokens masked.
-      lowercase: lowercase and strip accents (must match the vocabulary).
-      compression: `None` or `"gzip"`.
-      overwrite: replace the shards of an existing output directory.
-      line_batch_size: lines per tokenizer call.
-      num_parallel_calls: tokenizer parallelism (`None`: one call per core).
-      file_prefix: shard file name prefix.
-    """
-
-    input_patterns: Optional[object] = None
-    vocab_file: str = ""
-    output_dir: str = ""
-    max_seq_length: int = 128
-    num_shards: int = 8
-    seed: int = 12345
-    static_masking: bool = False
-    dupe_factor: int = 1
-    max_predictions_per_seq: int = 20
-    mask_rate: float = 0.15
-    lowercase: bool = False
-    compression: Optional[str] = None
-    overwrite: bool = False
-    line_batch_size: int = 1024
-    num_parallel_calls: Optional[int] = None
-    file_prefix: str = "pretrain"
+    input_patterns: Optional[object] = setting(
+        None,
+        help="Comma-separated text files or globs (.txt, .gz, .bz2), or a "
+        "list; one sentence or paragraph per line, blank line between "
+        "documents. Default: the embedded gensim Wikipedia sample.",
+        flag="input",
+        value_type=str,
+    )
+    vocab_file: str = setting(
+        "", help="WordPiece vocabulary (one token per line).", required=True
+    )
+    output_dir: str = setting(
+        "", help="Directory for the shards and manifest.json.", required=True
+    )
+    max_seq_length: int = setting(
+        128, help="Longest sequence, [CLS] and [SEP] included."
+    )
+    num_shards: int = setting(
+        8, help="Number of TFRecord files; examples go round-robin."
+    )
+    seed: int = setting(
+        12345,
+        help="Seed of static masking (packing itself is deterministic).",
+    )
+    static_masking: bool = setting(
+        False,
+        help="Write pre-masked examples in TF Model Garden's schema instead "
+        "of input_word_ids for dynamic masking.",
+    )
+    dupe_factor: int = setting(
+        1, help="With --static_masking: masked copies per sequence."
+    )
+    max_predictions_per_seq: int = setting(
+        20, help="With --static_masking: masked positions."
+    )
+    mask_rate: float = setting(
+        0.15, help="With --static_masking: masked fraction."
+    )
+    lowercase: bool = setting(
+        False, help="Lowercase and strip accents (match the vocabulary)."
+    )
+    compression: Optional[str] = setting(
+        "none", help="TFRecord compression.", choices=("none", "gzip")
+    )
+    overwrite: bool = setting(
+        False, help="Replace the shards of an existing --output_dir."
+    )
+    line_batch_size: int = setting(
+        1024, help="Lines per tokenizer call.", flag=False
+    )
+    num_parallel_calls: Optional[int] = setting(
+        None, help="Tokenizer parallelism (None: one per core).", flag=False
+    )
+    file_prefix: str = setting(
+        "pretrain", help="Shard file name prefix.", flag=False
+    )
 
     def validate(self):
         """Raises ValueError naming the first bad field."""
@@ -94,7 +115,7 @@ class ShardConfig:
         if self.dupe_factor > 1 and not self.static_masking:
             bad(
                 "dupe_factor",
-                "only applies with static_masking (dynamic masking "
+                "only applies with --static_masking (dynamic masking "
                 "draws new masks every epoch)",
             )
         if not 0.0 < self.mask_rate < 1.0:

@@ -3,9 +3,11 @@
 import dataclasses
 import os
 import re
+from typing import Optional
 
 from data_pipeline import corpus
 from data_pipeline import fileio
+from data_pipeline.config_flags import setting
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 REQUIRED_SPECIAL_TOKENS = RESERVED_TOKENS
@@ -119,6 +121,58 @@ def load_vocabulary(vocab_file):
     )
 
 
+def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
+    """Raises `ValueError` unless `vocab_size` exceeds the reserved tokens."""
+    if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
+        raise ValueError(
+            f"vocab_size must be an int larger than the {len(reserved_tokens)} "
+            f"reserved tokens, got {vocab_size!r}."
+        )
+
+
+@dataclasses.dataclass
+class VocabConfig:
+    """Settings of `scripts/build_vocab.py`, whose flags are generated from
+    it (help: field metadata; see `config_flags`)."""
+
+    input_patterns: Optional[str] = setting(
+        None,
+        help="Comma-separated text files or globs (.txt, .gz, .bz2), one "
+        "sentence or paragraph per line, blank line between documents. "
+        "Default: the embedded gensim Wikipedia sample.",
+        flag="input",
+    )
+    vocab_size: int = setting(
+        30522, help="Target vocabulary size (upper bound)."
+    )
+    output_file: str = setting(
+        "", help="Vocabulary file to write.", flag="output", required=True
+    )
+    lowercase: bool = setting(False, help="Lowercase and strip accents.")
+    num_iterations: int = setting(
+        4, help="WordPiece learning iterations (TF-Text `learn`)."
+    )
+
+    def validate(self):
+        """Raises `ValueError` naming the bad field."""
+        check_vocab_size(self.vocab_size)
+        if self.num_iterations < 1:
+            raise ValueError(
+                f"num_iterations must be >= 1, got {self.num_iterations}."
+            )
+
+    def build(self):
+        """`build_vocabulary` with these settings; returns its summary."""
+        self.validate()
+        return build_vocabulary(
+            self.input_patterns,
+            self.vocab_size,
+            self.output_file,
+            lowercase=self.lowercase,
+            learn_params={"num_iterations": self.num_iterations},
+        )
+
+
 def build_vocabulary(
     input_patterns,
     vocab_size,
@@ -166,11 +220,7 @@ def build_vocabulary(
         bert_vocab_from_dataset as bvd,
     )  # pylint: disable=g-import-not-at-top
 
-    if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
-        raise ValueError(
-            f"vocab_size must be an int larger than the {len(reserved_tokens)} "
-            f"reserved tokens, got {vocab_size!r}."
-        )
+    check_vocab_size(vocab_size, reserved_tokens)
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
