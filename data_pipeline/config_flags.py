@@ -31,6 +31,7 @@ import collections.abc
 import dataclasses
 import typing
 
+from absl import app
 from absl import flags
 
 _TYPES = (bool, int, float, str)
@@ -257,6 +258,29 @@ def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
     """Builds `config_cls` from parsed flags (fields without a flag keep
     their defaults); `overrides` replace top-level fields."""
     return _build(config_cls, flag_values, (), overrides)
+
+
+def validated_config_from_flags(config_cls, flag_values=flags.FLAGS):
+    """`config_from_flags`, then the config's own `validate()`.
+
+    The config's `ValueError` (whose message starts with the field name)
+    becomes an `app.UsageError` that starts with the flag (`--name`).
+    """
+    config = config_from_flags(config_cls, flag_values)
+    try:
+        config.validate()
+    except ValueError as error:
+        message = str(error)
+        for spec in flag_specs(config_cls):
+            field = spec.path[-1]
+            if (
+                message.startswith(field)
+                and not message[len(field) : len(field) + 1].isidentifier()
+            ):
+                message = "--" + spec.name + message[len(field) :]
+                break
+        raise app.UsageError(message) from error
+    return config
 
 
 def _build(config_cls, flag_values, path, overrides):

@@ -30,12 +30,7 @@ config_flags.define_flags(shards_lib.ShardConfig)
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = config_flags.config_from_flags(shards_lib.ShardConfig)
-    try:
-        config.validate()
-    except ValueError as error:
-        # The field names are the flag names.
-        raise app.UsageError(f"--{error}") from error
+    config = config_flags.validated_config_from_flags(shards_lib.ShardConfig)
 
     import tensorflow  # noqa: F401 (imported before the clock starts)
 

@@ -22,12 +22,7 @@ config_flags.define_flags(vocab_lib.VocabConfig)
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    config = config_flags.config_from_flags(vocab_lib.VocabConfig)
-    try:
-        config.validate()
-    except ValueError as error:
-        # The field names are the flag names.
-        raise app.UsageError(f"--{error}") from error
+    config = config_flags.validated_config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
     try:
         result = config.build()

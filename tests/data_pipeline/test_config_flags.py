@@ -116,3 +116,25 @@ def test_required_flags():
     config_flags.define_flags(Needs, values)
     with pytest.raises(flags.IllegalFlagValueError, match="output"):
         values(["prog"])
+
+
+def test_validate_errors_name_the_flag():
+    from absl import app
+
+    @dataclasses.dataclass
+    class Checked:
+        input_patterns: str = setting("x", help="Input.", flag="input")
+        input_patterns_extra: int = setting(1, help="Extra.")
+
+        def validate(self):
+            if self.input_patterns_extra < 0:
+                raise ValueError("input_patterns_extra: must be >= 0.")
+            if not self.input_patterns:
+                raise ValueError("input_patterns: must not be empty.")
+
+    values = _parse(Checked, ["--input="])
+    with pytest.raises(app.UsageError, match="^--input: must not be empty"):
+        config_flags.validated_config_from_flags(Checked, values)
+    values = _parse(Checked, ["--input_patterns_extra=-1"])
+    with pytest.raises(app.UsageError, match="^--input_patterns_extra: must"):
+        config_flags.validated_config_from_flags(Checked, values)
