@@ -243,3 +243,116 @@ def test_mixed_float16_trains_checkpoints_and_resumes(
         np.testing.assert_array_equal(restored.numpy(), trained.numpy())
 
     assert keras.config.dtype_policy().name == "float32"  # restored afterwards
+
+
+# The named steps of `run_pretraining`, each on its own.
+
+
+def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
+    from data_pipeline import default_data
+    from tupe_tf.training import config as config_lib
+    from tupe_tf.training import pretrain
+
+    calls = []
+
+    def fake_prepare(work_dir, seq_length):
+        calls.append((work_dir, seq_length))
+        return default_data.DefaultData(
+            vocab_file="v.txt",
+            shard_dir="d",
+            train_files=["d/0", "d/1"],
+            eval_files=["d/2"],
+        )
+
+    monkeypatch.setattr(default_data, "prepare_default_data", fake_prepare)
+    given = config_lib.PretrainConfig(work_dir=str(tmp_path), seq_length=64)
+    resolved = pretrain.resolve_default_data(given)
+    assert calls == [(str(tmp_path), 64)]
+    assert (resolved.train_files, resolved.eval_files) == (
+        ["d/0", "d/1"],
+        ["d/2"],
+    )
+    assert resolved.vocab_file == "v.txt"
+    assert given.train_files == ()  # the caller's config is left alone
+    named = config_lib.PretrainConfig(train_files=["x"], vocab_file="v")
+    assert pretrain.resolve_default_data(named) is named
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "step, total, every, expected",
+    [
+        (0, 6, 3, [(3, 2)]),
+        (0, 7, 3, [(3, 2), (1, 1)]),
+        (4, 9, 3, [(2, 1), (3, 1)]),  # resumed mid-epoch
+        (5, 6, 3, [(1, 1)]),
+        (6, 6, 3, []),
+    ],
+)
+def test_fit_segments_end_epochs_on_checkpoint_boundaries(
+    step, total, every, expected
+):
+    from tupe_tf.training import pretrain
+
+    segments = pretrain._fit_segments(step, total, every)
+    assert segments == expected
+    assert step + sum(n * k for n, k in segments) == total
+
+
+@pytest.mark.parametrize(
+    "eval_every, save_every, expected", [(0, 3, 0), (6, 3, 2), (7, 3, 3)]
+)
+def test_eval_interval_rounds_up_to_checkpoints(
+    eval_every, save_every, expected
+):
+    from tupe_tf.training import config as config_lib
+    from tupe_tf.training import pretrain
+
+    config = config_lib.PretrainConfig(
+        eval_every=eval_every, save_every=save_every
+    )
+    assert pretrain.eval_interval_epochs(config) == expected
+
+
+def test_with_perplexity_caps_the_loss():
+    from tupe_tf.training import pretrain
+
+    assert pretrain.with_perplexity({"loss": np.float32(2.0)}) == {
+        "loss": 2.0,
+        "perplexity": pytest.approx(np.exp(2.0)),
+    }
+    assert pretrain.with_perplexity({"loss": 1e4})["perplexity"] == (
+        pytest.approx(np.exp(50.0))
+    )
+    assert pretrain.with_perplexity({"mlm_accuracy": 0.5}) == {
+        "mlm_accuracy": 0.5
+    }
+
+
+def test_float32_model_copies_mixed_precision_weights(
+    tmp_path, shards, vocab_file
+):
+    import keras
+
+    from tupe_tf.training import pretrain
+
+    config = pretrain_config(
+        tmp_path, shards, vocab_file, mixed_precision="mixed_bfloat16"
+    )
+    run = pretrain.PretrainingRun(config, None, [], [], vocabulary_size=50)
+    previous = keras.config.dtype_policy()
+    try:
+        keras.config.set_dtype_policy("mixed_bfloat16")
+        model = pretrain.build_masked_lm(config, 50)
+        model(pretrain._dummy_batch(config), training=False)
+        copy = pretrain.float32_model(model, run)
+        assert copy is not model
+        assert copy.backbone.compute_dtype == "float32"
+        for a, b in zip(model.get_weights(), copy.get_weights()):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    float32_run = pretrain.PretrainingRun(
+        pretrain_config(tmp_path, shards, vocab_file), None, [], [], 50
+    )
+    assert pretrain.float32_model(model, float32_run) is model

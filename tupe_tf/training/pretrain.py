@@ -274,16 +274,323 @@ def save_preset_atomically(model, preset_dir, tokenizer_fn, seq_length):
     return preset_dir
 
 
+@dataclasses.dataclass
+class PretrainingRun:
+    """What the steps of `run_pretraining` share, fixed by `prepare_run`.
+
+    Args:
+        config: the `PretrainConfig`, data files resolved.
+        strategy: the `tf.distribute.Strategy`.
+        train_files, eval_files: the expanded shard paths.
+        vocabulary_size: tokens in `config.vocab_file`.
+    """
+
+    config: PretrainConfig
+    strategy: tf.distribute.Strategy
+    train_files: list
+    eval_files: list
+    vocabulary_size: int
+
+    @property
+    def chief(self):
+        return distribution.is_chief(self.strategy)
+
+    @property
+    def multi_worker(self):
+        return self.config.runtime.strategy == "multi_worker_mirrored"
+
+
+def resolve_default_data(config):
+    """Step "data": without `train_files`, the embedded-corpus default data.
+
+    Returns `config` itself when it names its shards, else a copy whose
+    `train_files`, `eval_files` and `vocab_file` are the default data built
+    (or reused) under `config.work_dir`.
+    """
+    if config.train_files:
+        return config
+    from data_pipeline import default_data
+
+    data = default_data.prepare_default_data(
+        config.work_dir, seq_length=config.seq_length
+    )
+    return dataclasses.replace(
+        config,
+        train_files=data.train_files,
+        eval_files=data.eval_files,
+        vocab_file=data.vocab_file,
+    )
+
+
+def prepare_run(config):
+    """Steps "strategy", "data" and "validate": a checked `PretrainingRun`.
+
+    Raises:
+        InvalidInputError: naming the bad flag or file; nothing trained.
+    """
+    runtime = config.runtime
+    try:
+        # The strategy comes first: logical CPU devices must be configured
+        # before anything (including the data checks) initialises TF.
+        strategy = distribution.create_strategy(
+            runtime.strategy,
+            tpu=runtime.tpu,
+            num_cpu_devices=runtime.num_cpu_devices,
+        )
+        config = resolve_default_data(config)
+        validate_config(config, strategy)
+    except InvalidInputError:
+        raise
+    except ValueError as error:
+        raise InvalidInputError(str(error)) from error
+    return PretrainingRun(
+        config=config,
+        strategy=strategy,
+        train_files=_expand_patterns(config.train_files, "--train_files"),
+        eval_files=_expand_patterns(config.eval_files, "--eval_files"),
+        vocabulary_size=_vocabulary_size(config.vocab_file),
+    )
+
+
+def build_and_restore(run):
+    """Step "model": the compiled masked LM, restored from the latest
+    checkpoint when there is one.
+
+    Returns:
+        `(model, manager, start_step)`: the model, its
+        `tf.train.CheckpointManager` and the step training starts from.
+    """
+    config, strategy = run.config, run.strategy
+    # Same seed, same initial weights (and dropout streams) on every worker
+    # and every rerun.
+    keras.utils.set_random_seed(config.seed)
+    # The masked LM does not use the pooler, so it gets no gradient.
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Gradients do not exist for variables \['pooled_dense",
+    )
+    with strategy.scope():
+        model = build_masked_lm(config, run.vocabulary_size)
+        compile_masked_lm(model, config)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    manager = tf.train.CheckpointManager(
+        checkpoint,
+        distribution.worker_dir(config.checkpoint_dir, strategy),
+        max_to_keep=config.keep_checkpoints,
+    )
+    # The chief's directory holds the real checkpoints on every worker.
+    latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
+        print(f"Resumed from {latest}", flush=True)
+    return model, manager, global_step(model)
+
+
+def eval_interval_epochs(config):
+    """Evaluation runs at checkpoint boundaries: every this many "epochs"
+    (of `save_every` steps), the first boundary at or after `eval_every`
+    steps; 0 when evaluation is at the end only."""
+    if not config.eval_every:
+        return 0
+    return -(-config.eval_every // config.save_every)
+
+
+def make_input_fns(run):
+    """`(train_data(skip_batches), eval_data())` for `run`'s strategy.
+
+    Under `MultiWorkerMirroredStrategy` each worker reads its own part of
+    the files with its per-replica batch; elsewhere the global batch is read
+    once. `eval_data()` is `None` without `eval_files`.
+    """
+    config, strategy = run.config, run.strategy
+    per_replica = distribution.per_replica_batch_size(
+        config.global_batch_size, strategy
+    )
+
+    def data(files, is_training, skip=0):
+        if not run.multi_worker:
+            return make_dataset(
+                config, files, config.global_batch_size, is_training, skip
+            )
+        return strategy.distribute_datasets_from_function(
+            lambda ctx: make_dataset(
+                config,
+                files,
+                per_replica,
+                is_training,
+                skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
+                input_context=ctx,
+            )
+        )
+
+    def train_data(skip):
+        return data(run.train_files, True, skip)
+
+    def eval_data():
+        return data(run.eval_files, False) if run.eval_files else None
+
+    return train_data, eval_data
+
+
+@dataclasses.dataclass
+class TrainingOutcome:
+    """What step "train" hands to "evaluate" and "publish"."""
+
+    history: dict
+    seconds: float
+    final_checkpoint: str
+    logger: TrainingLogger
+    loop: DistributedTrainingLoop
+
+
+def train(run, model, manager, start_step, train_data, eval_data):
+    """Step "train": fits from `start_step` to `num_train_steps`.
+
+    Each Keras "epoch" is `save_every` steps and ends with a checkpoint
+    (`_fit_segments`); evaluation runs every `eval_interval_epochs`. Under
+    `MultiWorkerMirroredStrategy` the `DistributedTrainingLoop` replaces
+    `model.fit`. Ends with a final checkpoint.
+    """
+    config = run.config
+    saver = CheckpointSaver(manager)
+    callbacks = [NonFiniteLossGuard(manager), saver]
+    logger = None
+    if run.chief:
+        logger = TrainingLogger(
+            config.log_dir, config.log_every, config.global_batch_size
+        )
+        callbacks.append(logger)
+    verbose = config.verbose if run.chief else 0
+    eval_every_epochs = eval_interval_epochs(config)
+    loop = None
+    if run.multi_worker:
+        loop = DistributedTrainingLoop(model, run.strategy, verbose)
+    start_time = time.time()
+    history = {}
+    step = start_step
+    epoch = step // config.save_every
+    for steps_per_epoch, num_epochs in _fit_segments(
+        step, config.num_train_steps, config.save_every
+    ):
+        fit_kwargs = dict(
+            epochs=epoch + num_epochs,
+            initial_epoch=epoch,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=callbacks,
+        )
+        validation = (
+            eval_data()
+            if (eval_every_epochs and steps_per_epoch == config.save_every)
+            else None
+        )
+        if validation is not None:
+            fit_kwargs.update(
+                validation_data=validation,
+                validation_steps=config.eval_steps if loop else None,
+                validation_freq=eval_every_epochs,
+            )
+        if loop is not None:
+            segment = loop.fit(train_data(step), **fit_kwargs)
+        else:
+            segment = model.fit(
+                train_data(step), verbose=verbose, shuffle=False, **fit_kwargs
+            )
+        for name, values in segment.history.items():
+            history.setdefault(name, []).extend(float(v) for v in values)
+        epoch += num_epochs
+        step = global_step(model)
+    seconds = time.time() - start_time
+    saver.set_model(model)
+    final_checkpoint = saver.save()
+    return TrainingOutcome(history, seconds, final_checkpoint, logger, loop)
+
+
+def with_perplexity(eval_results):
+    """Float metrics plus `perplexity = exp(min(loss, 50))` when there is a
+    loss (the cap keeps a diverged loss finite)."""
+    results = {k: float(v) for k, v in eval_results.items()}
+    if results.get("loss") is not None:
+        results["perplexity"] = float(math.exp(min(results["loss"], 50.0)))
+    return results
+
+
+def evaluate(run, model, outcome, eval_data):
+    """Step "evaluate": one pass of `eval_steps` batches over `eval_files`
+    ({} without them), logged to TensorBoard by the chief."""
+    if not run.eval_files:
+        return {}
+    if outcome.loop is not None:
+        results = outcome.loop.evaluate(eval_data(), run.config.eval_steps)
+    else:
+        results = model.evaluate(eval_data(), verbose=0, return_dict=True)
+    results = with_perplexity(results)
+    if outcome.logger is not None:
+        outcome.logger.write_eval(results)
+    return results
+
+
+def float32_model(model, run):
+    """`model` itself under float32, else a float32 copy of its weights
+    (the preset is float32, whatever the training policy was)."""
+    if run.config.runtime.mixed_precision == "float32":
+        return model
+    keras.config.set_dtype_policy("float32")
+    copy = build_masked_lm(run.config, run.vocabulary_size)
+    copy(_dummy_batch(run.config), training=False)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+def publish(run, model, manager, start_step, outcome, eval_results):
+    """Step "publish": the float32 preset and, on the chief,
+    `results.json`; returns the results dict."""
+    import tupe_tf
+
+    config = run.config
+    preset_dir = distribution.worker_dir(config.preset_dir, run.strategy)
+    save_preset_atomically(
+        float32_model(model, run),
+        preset_dir,
+        lambda: tupe_tf.TupeTokenizer(
+            vocabulary=config.vocab_file, lowercase=True
+        ),
+        config.seq_length,
+    )
+    if not run.chief:
+        # Every worker takes part in saving; only the chief keeps the files.
+        shutil.rmtree(preset_dir, ignore_errors=True)
+        shutil.rmtree(manager.directory, ignore_errors=True)
+    results = {
+        "global_step": global_step(model),
+        "resumed_from_step": start_step,
+        "train_seconds_this_run": outcome.seconds,
+        "eval": eval_results,
+        "history_this_run": outcome.history,
+        "model_dir": os.path.abspath(config.model_dir),
+        "preset_dir": os.path.abspath(config.preset_dir),
+        "checkpoint": outcome.final_checkpoint if run.chief else None,
+        "tensorboard_dir": os.path.abspath(config.log_dir),
+        "train_files": run.train_files,
+        "eval_files": run.eval_files,
+        "vocab_file": os.path.abspath(config.vocab_file),
+        "num_replicas": run.strategy.num_replicas_in_sync,
+    }
+    if run.chief:
+        _write_json(os.path.join(config.model_dir, "results.json"), results)
+    return results
+
+
 def run_pretraining(config: PretrainConfig):
     """Pre-trains (or resumes pre-training of) a TUPE masked LM.
 
-    Steps: resolve data (building the default vocabulary and shards from
-    the embedded Wikipedia sample when no `train_files` are given), create
-    the strategy, validate every input, build and compile the model, restore
-    the latest checkpoint in `<model_dir>/checkpoints` (weights, optimizer
-    state, step; the data stream skips the batches already seen), train to
-    `num_train_steps` checkpointing every `save_every` steps, evaluate on
-    `eval_files`, and save a preset to `<model_dir>/preset`.
+    The named steps, each a function of this module: `prepare_run`
+    (strategy, default data from the embedded Wikipedia sample when no
+    `train_files` are given, validation of every input), `build_and_restore`
+    (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
+    optimizer state, step; the data stream skips the batches already seen),
+    `train` (to `num_train_steps`, checkpointing every `save_every` steps),
+    `evaluate` (on `eval_files`) and `publish` (a float32 preset in
+    `<model_dir>/preset` and `results.json`).
 
     Args:
         config: a `PretrainConfig`.
@@ -302,224 +609,24 @@ def run_pretraining(config: PretrainConfig):
     >>> result = run_pretraining(config)
     >>> result.results["eval"]["loss"]
     """
-    config = dataclasses.replace(config)
-    runtime = config.runtime
-    try:
-        # The strategy comes first: logical CPU devices must be configured
-        # before anything (including the data checks) initialises TF.
-        strategy = distribution.create_strategy(
-            runtime.strategy,
-            tpu=runtime.tpu,
-            num_cpu_devices=runtime.num_cpu_devices,
-        )
-        if not config.train_files:
-            from data_pipeline import default_data
-
-            data = default_data.prepare_default_data(
-                config.work_dir, seq_length=config.seq_length
-            )
-            config.train_files = data.train_files
-            config.eval_files = data.eval_files
-            config.vocab_file = data.vocab_file
-        validate_config(config, strategy)
-    except InvalidInputError:
-        raise
-    except ValueError as error:
-        raise InvalidInputError(str(error)) from error
-    train_files = _expand_patterns(config.train_files, "--train_files")
-    eval_files = _expand_patterns(config.eval_files, "--eval_files")
-    chief = distribution.is_chief(strategy)
-    multi_worker = runtime.strategy == "multi_worker_mirrored"
-    vocabulary_size = _vocabulary_size(config.vocab_file)
+    run = prepare_run(config)
     previous_policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(runtime.mixed_precision)
+    keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
     try:
-        # Same seed, same initial weights (and dropout streams) on every
-        # worker and every rerun.
-        keras.utils.set_random_seed(config.seed)
-        # The masked LM does not use the pooler, so it gets no gradient.
-        warnings.filterwarnings(
-            "ignore",
-            message=r"Gradients do not exist for variables \['pooled_dense",
-        )
-        with strategy.scope():
-            model = build_masked_lm(config, vocabulary_size)
-            compile_masked_lm(model, config)
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-        manager = tf.train.CheckpointManager(
-            checkpoint,
-            distribution.worker_dir(config.checkpoint_dir, strategy),
-            max_to_keep=config.keep_checkpoints,
-        )
-        # The chief's directory holds the real checkpoints on every worker.
-        latest = tf.train.latest_checkpoint(config.checkpoint_dir)
-        if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
-            print(f"Resumed from {latest}", flush=True)
-        start_step = global_step(model)
-        if chief:
+        model, manager, start_step = build_and_restore(run)
+        if run.chief:
             _write_json(
-                os.path.join(config.model_dir, "config.json"), config.to_dict()
+                os.path.join(run.config.model_dir, "config.json"),
+                run.config.to_dict(),
             )
-        saver = CheckpointSaver(manager)
-        callbacks = [NonFiniteLossGuard(manager), saver]
-        if chief:
-            callbacks.append(
-                TrainingLogger(
-                    config.log_dir, config.log_every, config.global_batch_size
-                )
-            )
-        verbose = config.verbose if chief else 0
-        per_replica = distribution.per_replica_batch_size(
-            config.global_batch_size, strategy
+        train_data, eval_data = make_input_fns(run)
+        outcome = train(run, model, manager, start_step, train_data, eval_data)
+        eval_results = evaluate(run, model, outcome, eval_data)
+        results = publish(
+            run, model, manager, start_step, outcome, eval_results
         )
-        # Evaluation runs at checkpoint boundaries: the first one at or after
-        # every `eval_every` steps.
-        eval_every_epochs = (
-            -(-config.eval_every // config.save_every)
-            if config.eval_every
-            else 0
-        )
-
-        def train_data(skip):
-            if multi_worker:
-                return strategy.distribute_datasets_from_function(
-                    lambda ctx: make_dataset(
-                        config,
-                        train_files,
-                        per_replica,
-                        True,
-                        skip
-                        * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
-                        input_context=ctx,
-                    )
-                )
-            return make_dataset(
-                config, train_files, config.global_batch_size, True, skip
-            )
-
-        def eval_data():
-            if not eval_files:
-                return None
-            if multi_worker:
-                return strategy.distribute_datasets_from_function(
-                    lambda ctx: make_dataset(
-                        config,
-                        eval_files,
-                        per_replica,
-                        False,
-                        input_context=ctx,
-                    )
-                )
-            return make_dataset(
-                config, eval_files, config.global_batch_size, False
-            )
-
-        loop = (
-            DistributedTrainingLoop(model, strategy, verbose)
-            if multi_worker
-            else None
-        )
-        start_time = time.time()
-        epoch_history = {}
-        step = start_step
-        epoch = step // config.save_every
-        for steps_per_epoch, num_epochs in _fit_segments(
-            step, config.num_train_steps, config.save_every
-        ):
-            fit_kwargs = dict(
-                epochs=epoch + num_epochs,
-                initial_epoch=epoch,
-                steps_per_epoch=steps_per_epoch,
-                callbacks=callbacks,
-            )
-            validation = (
-                eval_data()
-                if (eval_every_epochs and steps_per_epoch == config.save_every)
-                else None
-            )
-            if validation is not None:
-                fit_kwargs.update(
-                    validation_data=validation,
-                    validation_steps=config.eval_steps if loop else None,
-                    validation_freq=eval_every_epochs,
-                )
-            if loop is not None:
-                history = loop.fit(train_data(step), **fit_kwargs)
-            else:
-                history = model.fit(
-                    train_data(step),
-                    verbose=verbose,
-                    shuffle=False,
-                    **fit_kwargs,
-                )
-            for name, values in history.history.items():
-                epoch_history.setdefault(name, []).extend(
-                    float(v) for v in values
-                )
-            epoch += num_epochs
-            step = global_step(model)
-        train_seconds = time.time() - start_time
-        saver.set_model(model)
-        final_checkpoint = saver.save()
-
-        eval_results = {}
-        if eval_files:
-            if loop is not None:
-                eval_results = loop.evaluate(eval_data(), config.eval_steps)
-            else:
-                eval_results = model.evaluate(
-                    eval_data(), verbose=0, return_dict=True
-                )
-            eval_results = {k: float(v) for k, v in eval_results.items()}
-            if eval_results.get("loss") is not None:
-                eval_results["perplexity"] = float(
-                    math.exp(min(eval_results["loss"], 50.0))
-                )
-            for callback in callbacks:
-                if isinstance(callback, TrainingLogger):
-                    callback.write_eval(eval_results)
-
-        import tupe_tf
-
-        preset_dir = distribution.worker_dir(config.preset_dir, strategy)
-        export_model = model
-        if runtime.mixed_precision != "float32":
-            # The preset is float32, whatever the training policy was.
-            keras.config.set_dtype_policy("float32")
-            export_model = build_masked_lm(config, vocabulary_size)
-            export_model(_dummy_batch(config), training=False)
-            export_model.set_weights(model.get_weights())
-        save_preset_atomically(
-            export_model,
-            preset_dir,
-            lambda: tupe_tf.TupeTokenizer(
-                vocabulary=config.vocab_file, lowercase=True
-            ),
-            config.seq_length,
-        )
-        if not chief:
-            shutil.rmtree(preset_dir, ignore_errors=True)
-            shutil.rmtree(manager.directory, ignore_errors=True)
-        results = {
-            "global_step": global_step(model),
-            "resumed_from_step": start_step,
-            "train_seconds_this_run": train_seconds,
-            "eval": eval_results,
-            "history_this_run": epoch_history,
-            "model_dir": os.path.abspath(config.model_dir),
-            "preset_dir": os.path.abspath(config.preset_dir),
-            "checkpoint": final_checkpoint if chief else None,
-            "tensorboard_dir": os.path.abspath(config.log_dir),
-            "train_files": train_files,
-            "eval_files": eval_files,
-            "vocab_file": os.path.abspath(config.vocab_file),
-            "num_replicas": strategy.num_replicas_in_sync,
-        }
-        if chief:
-            _write_json(os.path.join(config.model_dir, "results.json"), results)
         return PretrainingResult(
-            model=model, results=results, strategy=strategy
+            model=model, results=results, strategy=run.strategy
         )
     finally:
         keras.config.set_dtype_policy(previous_policy)
