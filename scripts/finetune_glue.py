@@ -12,41 +12,34 @@ Results go to <output_dir>/<task>/results.json.
 """
 
 import json
-import logging
 import os
-import sys
 
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
-from absl import logging as absl_logging  # noqa: E402
 
 from data_pipeline import config_flags  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
 from tupe_tf.training import config as config_lib  # noqa: E402
+from tupe_tf.training import finetune  # noqa: E402
 
 config_flags.define_flags(config_lib.GlueConfig)
 
 
-def main(argv):
-    del argv
-    # TF's own INFO lines (e.g. on every checkpoint) would break the progress bar.
-    logging.getLogger("tensorflow").setLevel(logging.WARNING)
-    absl_logging.set_verbosity(absl_logging.WARNING)
-    config = config_flags.config_from_flags(config_lib.GlueConfig)
-    from tupe_tf.training.finetune import run_glue
-
-    try:
-        results = run_glue(config)
-    except config_lib.InvalidInputError as error:
-        print(f"ERROR: {error}", file=sys.stderr)
-        return 2
+def print_summary(results):
     print(
-        f"\nGLUE {results['task']}: best learning rate {results['best_learning_rate']}"
+        f"\nGLUE {results['task']}: best learning rate "
+        f"{results['best_learning_rate']}"
     )
     print(json.dumps(results["best"], indent=2))
     print(f"  results: {results['results_file']}")
-    return 0
+
+
+def main(argv):
+    del argv
+    config = config_flags.config_from_flags(config_lib.GlueConfig)
+    return cli.run_main(finetune.run_glue, config, print_summary)
 
 
 if __name__ == "__main__":

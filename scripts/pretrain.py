@@ -11,42 +11,22 @@ See docs/training.md for every flag, multi-worker and TPU runs.
 """
 
 import json
-import logging
 import os
-import sys
 
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
-from absl import logging as absl_logging  # noqa: E402
 
 from data_pipeline import config_flags  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
 from tupe_tf.training import config as config_lib  # noqa: E402
+from tupe_tf.training import pretrain  # noqa: E402
 
 config_flags.define_flags(config_lib.PretrainConfig)
 
 
-def main(argv):
-    del argv
-    # TF's own INFO lines (e.g. on every checkpoint) would break the progress bar.
-    logging.getLogger("tensorflow").setLevel(logging.WARNING)
-    absl_logging.set_verbosity(absl_logging.WARNING)
-    config = config_flags.config_from_flags(config_lib.PretrainConfig)
-    # Imported after flag parsing: TensorFlow starts here, after which the
-    # CPU can no longer be split into logical devices.
-    from tupe_tf.training.callbacks import NonFiniteLossError
-    from tupe_tf.training.pretrain import run_pretraining
-
-    try:
-        result = run_pretraining(config)
-    except config_lib.InvalidInputError as error:
-        # Bad input is refused before training: one clear line, no traceback.
-        print(f"ERROR: {error}", file=sys.stderr)
-        return 2
-    except NonFiniteLossError as error:
-        print(f"ERROR: {error}", file=sys.stderr)
-        return 3
+def print_summary(result):
     results = result.results
     print("\nPre-training finished.")
     print(json.dumps(results["eval"], indent=2))
@@ -60,7 +40,12 @@ def main(argv):
     print(
         f"  results:       {os.path.join(results['model_dir'], 'results.json')}"
     )
-    return 0
+
+
+def main(argv):
+    del argv
+    config = config_flags.config_from_flags(config_lib.PretrainConfig)
+    return cli.run_main(pretrain.run_pretraining, config, print_summary)
 
 
 if __name__ == "__main__":
