@@ -17,83 +17,93 @@ Example:
       --format=serving --text_fields=premise,hypothesis
 """
 
+import dataclasses
 import os
 import sys
+from typing import Optional
+from typing import Sequence
 
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 import tupe_tf.export  # noqa: E402
+from data_pipeline import config_flags  # noqa: E402
+from data_pipeline.config_flags import setting  # noqa: E402
 
-_PRESET = flags.DEFINE_string("preset", None, "Preset directory to export.")
-_EXPORT_DIR = flags.DEFINE_string(
-    "export_dir", None, "Output SavedModel directory."
-)
-_FORMAT = flags.DEFINE_enum(
-    "format", None, tupe_tf.export.FORMATS, "Export format."
-)
-_SEQ_LENGTH = flags.DEFINE_integer(
-    "seq_length",
-    128,
-    "Packed sequence length, and the length whose "
-    "position bias is folded into a constant.",
-)
-_TEXT_FIELDS = flags.DEFINE_list(
-    "text_fields",
-    None,
-    "--format=serving: names of the string inputs, one "
-    "(single texts) or two (pairs). Default: text.",
-)
-_OVERWRITE = flags.DEFINE_boolean(
-    "overwrite", False, "Replace an existing --export_dir."
-)
-_FOLD = flags.DEFINE_boolean(
-    "fold_positional_bias",
-    True,
-    "Fold the content-free position bias at "
-    "--seq_length (--nofold_positional_bias for comparisons).",
-)
-flags.mark_flags_as_required(["preset", "export_dir", "format"])
-flags.register_validator(
-    "seq_length", lambda v: v >= 3, message="--seq_length must be >= 3."
-)
-flags.register_validator(
-    "text_fields",
-    lambda v: v is None or 1 <= len(v) <= 2,
-    message="--text_fields takes one or two comma-separated names.",
-)
+
+@dataclasses.dataclass
+class ExportSettings:
+    """The export flags: `tupe_tf.export.export_preset`'s arguments."""
+
+    preset: str = setting("", help="Preset directory to export.", required=True)
+    export_dir: str = setting(
+        "", help="Output SavedModel directory.", required=True
+    )
+    format: str = setting(
+        "",
+        help="Export format.",
+        choices=tupe_tf.export.FORMATS,
+        required=True,
+    )
+    seq_length: int = setting(
+        128,
+        help="Packed sequence length, and the length whose position bias is "
+        "folded into a constant.",
+    )
+    text_fields: Optional[Sequence[str]] = setting(
+        None,
+        help="--format=serving: names of the string inputs, one (single "
+        "texts) or two (pairs). Default: text.",
+    )
+    overwrite: bool = setting(False, help="Replace an existing --export_dir.")
+    fold_positional_bias: bool = setting(
+        True,
+        help="Fold the content-free position bias at --seq_length "
+        "(--nofold_positional_bias for comparisons).",
+    )
+
+    def validate(self):
+        if self.seq_length < 3:
+            raise ValueError("seq_length must be >= 3.")
+        if self.text_fields is not None and not 1 <= len(self.text_fields) <= 2:
+            raise ValueError("text_fields takes one or two names.")
+        if self.text_fields and self.format != "serving":
+            raise ValueError("text_fields only applies to --format=serving.")
+
+
+config_flags.define_flags(ExportSettings)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if _TEXT_FIELDS.value and _FORMAT.value != "serving":
-        raise app.UsageError("--text_fields only applies to --format=serving.")
-    if os.path.exists(_EXPORT_DIR.value) and not _OVERWRITE.value:
+    settings = config_flags.validated_config_from_flags(ExportSettings)
+    if os.path.exists(settings.export_dir) and not settings.overwrite:
         sys.exit(
-            f"export: error: --export_dir={_EXPORT_DIR.value} already "
+            f"export: error: --export_dir={settings.export_dir} already "
             "exists; pass --overwrite to replace it."
         )
-    if not os.path.isdir(_PRESET.value):
-        sys.exit(f"export: error: --preset={_PRESET.value} is not a directory.")
+    if not os.path.isdir(settings.preset):
+        sys.exit(
+            f"export: error: --preset={settings.preset} is not a directory."
+        )
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
     try:
         path = tupe_tf.export.export_preset(
-            _PRESET.value,
-            _EXPORT_DIR.value,
-            _FORMAT.value,
-            seq_length=_SEQ_LENGTH.value,
-            overwrite=_OVERWRITE.value,
-            text_fields=_TEXT_FIELDS.value,
-            fold_positional_bias=_FOLD.value,
+            settings.preset,
+            settings.export_dir,
+            settings.format,
+            seq_length=settings.seq_length,
+            overwrite=settings.overwrite,
+            text_fields=settings.text_fields,
+            fold_positional_bias=settings.fold_positional_bias,
         )
     except (FileExistsError, ValueError) as e:
-        sys.exit(f"export: error (--preset={_PRESET.value}): {e}")
-    print(f"Exported {_FORMAT.value} to {path}")
+        sys.exit(f"export: error (--preset={settings.preset}): {e}")
+    print(f"Exported {settings.format} to {path}")
 
 
 if __name__ == "__main__":
