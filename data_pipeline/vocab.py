@@ -162,15 +162,19 @@ def build_vocabulary(
     reserved_tokens=RESERVED_TOKENS,
     learn_params=None,
     line_batch_size=1024,
+    learner=None,
 ):
-    """Learns a WordPiece vocabulary with TF-Text and writes it atomically.
+    """Learns a WordPiece vocabulary and writes it atomically.
 
-    The text is streamed through `tf.data` (sanitized to UTF-8, see
-    `corpus.text_line_batches`) into
-    `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`, which
-    splits words with BERT's basic tokenizer, counts them and learns the
-    WordPiece vocabulary. Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1,
-    `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
+    The text is streamed (sanitized to UTF-8, see `corpus.text_line_batches`)
+    into one of two learners, both splitting words like BERT's basic
+    tokenizer:
+    - `"tokenizers"` (default): `wordpiece_learner` counts the words and
+      learns on the counts with the `tokenizers` library's Rust trainer.
+    - `"tf_text"`: through `tf.data` into
+      `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`.
+    Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1, `[CLS]`=2,
+    `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
 
     Args:
       input_patterns: comma-separated string or list of files/globs of text
@@ -180,29 +184,32 @@ def build_vocabulary(
       output_file: where to write the vocabulary, one token per line.
       lowercase: lowercase and strip accents before learning.
       reserved_tokens: tokens placed first in the vocabulary.
-      learn_params: extra keyword arguments for TF-Text's
+      learn_params: `tf_text` only: extra keyword arguments for TF-Text's
         `wordpiece_tokenizer_learner_lib.learn`.
       line_batch_size: lines per tokenization batch.
+      learner: one of `wordpiece_learner.LEARNERS`; `None` for
+        `wordpiece_learner.DEFAULT_LEARNER`.
 
     Returns:
-      A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`
-      and `corpus_stats`.
+      A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`,
+      `learner` and `corpus_stats`.
 
     Raises:
-      ValueError: on a bad `vocab_size`, missing reserved tokens or an empty
-        corpus. FileNotFoundError: if an input file is missing.
+      ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens
+        or an empty corpus. FileNotFoundError: if an input file is missing.
 
     Example:
     >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
     """
-    # Heavy imports stay local so that `import data_pipeline` is cheap.
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorflow_text.tools.wordpiece_vocab import (
-        bert_vocab_from_dataset as bvd,
-    )  # pylint: disable=g-import-not-at-top
-
     from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
+    from data_pipeline import wordpiece_learner  # pylint: disable=g-import-not-at-top
 
+    learner = learner or wordpiece_learner.DEFAULT_LEARNER
+    if learner not in wordpiece_learner.LEARNERS:
+        raise ValueError(
+            f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
+            f"got {learner!r}."
+        )
     if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
         raise ValueError(
             f"vocab_size must be an int larger than the {len(reserved_tokens)} "
@@ -213,6 +220,67 @@ def build_vocabulary(
         raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
     input_files = corpus.resolve_input_files(input_patterns)
     stats = corpus.CorpusStats()
+    if learner == wordpiece_learner.LEARNER_TOKENIZERS:
+        vocab = wordpiece_learner.learn_from_files(
+            input_files,
+            vocab_size,
+            lowercase,
+            reserved_tokens,
+            stats=stats,
+            line_batch_size=line_batch_size,
+        )
+    else:
+        vocab = _learn_with_tf_text(
+            input_files,
+            vocab_size,
+            lowercase,
+            reserved_tokens,
+            stats,
+            learn_params,
+            line_batch_size,
+        )
+    if (
+        stats.nonblank_lines == 0
+        or not vocab
+        or len(vocab) <= len(reserved_tokens)
+    ):
+        raise ValueError(
+            "Empty corpus: no text found in input file(s) "
+            f"{', '.join(input_files)}."
+        )
+    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
+        raise AssertionError(
+            "The learner did not put the reserved tokens first."
+        )
+    write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
+    return {
+        "vocab_size": len(vocab),
+        "output_file": os.fspath(output_file),
+        "sha256": file_sha256(output_file),
+        "input_files": list(input_files),
+        "lowercase": bool(lowercase),
+        "learner": learner,
+        "corpus_stats": dataclasses.asdict(stats),
+    }
+
+
+def _learn_with_tf_text(
+    input_files,
+    vocab_size,
+    lowercase,
+    reserved_tokens,
+    stats,
+    learn_params,
+    line_batch_size,
+):
+    """TF-Text's `bert_vocab_from_dataset`; `None` when there are no words."""
+    # Heavy imports stay local so that `import data_pipeline` is cheap.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_text.tools.wordpiece_vocab import (
+        bert_vocab_from_dataset as bvd,
+    )  # pylint: disable=g-import-not-at-top
+
+    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
 
     def batches():
         for lines, _ in corpus.text_line_batches(
@@ -236,24 +304,5 @@ def build_vocabulary(
             learn_params=dict(learn_params or {}),
         )
     except StopIteration:
-        vocab = None  # count_words() raises StopIteration on no words at all.
-    if (
-        stats.nonblank_lines == 0
-        or not vocab
-        or len(vocab) <= len(reserved_tokens)
-    ):
-        raise ValueError(
-            "Empty corpus: no text found in input file(s) "
-            f"{', '.join(input_files)}."
-        )
-    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
-        raise AssertionError("TF-Text did not put the reserved tokens first.")
-    write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
-    return {
-        "vocab_size": len(vocab),
-        "output_file": os.fspath(output_file),
-        "sha256": file_sha256(output_file),
-        "input_files": list(input_files),
-        "lowercase": bool(lowercase),
-        "corpus_stats": dataclasses.asdict(stats),
-    }
+        return None  # count_words() raises StopIteration on no words at all.
+    return vocab

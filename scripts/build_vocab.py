@@ -1,8 +1,11 @@
-r"""Learns a WordPiece vocabulary from text with TF-Text.
+r"""Learns a WordPiece vocabulary from text.
 
 Example:
   python scripts/build_vocab.py --input='corpus/*.txt' --vocab_size=30522 \
       --output=vocab.txt --lowercase
+
+The default learner is the `tokenizers` library's (fast); TF-Text's is
+behind --learner=tf_text.
 
 Without --input, the embedded gensim English Wikipedia sample is used.
 """
@@ -18,6 +21,7 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from data_pipeline import vocab as vocab_lib  # pylint: disable=g-import-not-at-top,wrong-import-position
+from data_pipeline import wordpiece_learner  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 _INPUT = flags.DEFINE_string(
     "input",
@@ -34,7 +38,15 @@ _LOWERCASE = flags.DEFINE_boolean(
     "lowercase", False, "Lowercase and strip accents."
 )
 _NUM_ITERATIONS = flags.DEFINE_integer(
-    "num_iterations", 4, "WordPiece learning iterations (TF-Text `learn`)."
+    "num_iterations",
+    4,
+    "--learner=tf_text only: WordPiece learning iterations (TF-Text `learn`).",
+)
+_LEARNER = flags.DEFINE_enum(
+    "learner",
+    wordpiece_learner.DEFAULT_LEARNER,
+    list(wordpiece_learner.LEARNERS),
+    wordpiece_learner.LEARNER_HELP,
 )
 flags.mark_flag_as_required("output")
 flags.register_validator(
@@ -58,6 +70,7 @@ def main(argv):
             _OUTPUT.value,
             lowercase=_LOWERCASE.value,
             learn_params={"num_iterations": _NUM_ITERATIONS.value},
+            learner=_LEARNER.value,
         )
     except (FileNotFoundError, ValueError) as e:
         sys.exit(f"build_vocab: error: {e}")
