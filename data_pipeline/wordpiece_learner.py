@@ -1,9 +1,9 @@
 """Fast WordPiece learning with the `tokenizers` library (Rust).
 
-The vocabulary is the one TF-Text's `FastBertTokenizer` expects: BERT's
+The vocabulary is the one TF-Text's `FastBertTokenizer` expects: its
 normalisation (`BertNormalizer`: control characters dropped, CJK characters
-split, optional lowercasing with accent stripping) and pre-tokenization
-(`BertPreTokenizer`: whitespace and punctuation), `##` on continuation
+split, optional NFKC case folding with accent stripping) and BERT's
+pre-tokenization (whitespace and punctuation), `##` on continuation
 pieces, the reserved tokens first (`[UNK]` at the id TF-Text looks up by
 name), and, like TF-Text's learner (`ensure_all_tokens_exist`), every
 character of the alphabet both as a word start `c` and as a continuation
@@ -18,6 +18,7 @@ Beam vocabularies are equal.
 
 import collections
 import collections.abc
+import unicodedata
 
 import regex
 
@@ -45,24 +46,64 @@ LEARNER_HELP = (
 )
 
 
-def bert_normalizer(lowercase):
-    """BERT's text normalisation as a `tokenizers` normalizer."""
+def _bert_normalizer(lowercase):
     from tokenizers import normalizers  # pylint: disable=g-import-not-at-top
 
     return normalizers.BertNormalizer(
         clean_text=True,
         handle_chinese_chars=True,
         strip_accents=bool(lowercase),
-        lowercase=bool(lowercase),
+        lowercase=False,
     )
+
+
+class BertNormalizer:
+    """The text normalisation of TF-Text's BERT tokenizers, as a callable.
+
+    `tokenizers`' `BertNormalizer` drops control characters, maps whitespace
+    to spaces and puts spaces around CJK characters. With `lowercase`,
+    TF-Text (`FastBertTokenizer(lower_case_nfd_strip_accents=True)`, like
+    `BertTokenizer(lower_case=True)`) applies NFKC case folding before
+    stripping accents ("½" -> "1⁄2", "ß" -> "ss", "ﬁ" -> "fi"), which plain
+    lowercasing does not; Python's NFKC and `str.casefold` do it first.
+
+    Args:
+      lowercase: case-fold and strip accents.
+
+    Example:
+    >>> BertNormalizer(lowercase=True)("Straße ½")
+    'strasse 1⁄2'
+    """
+
+    def __init__(self, lowercase):
+        self.lowercase = bool(lowercase)
+        self._bert = _bert_normalizer(lowercase)
+
+    def __call__(self, text):
+        if self.lowercase:
+            text = unicodedata.normalize("NFKC", text).casefold()
+        return self._bert.normalize_str(text)
+
+
+def split_words(text, normalizer):
+    """Normalised words of `text`, split like BERT's basic tokenizer.
+
+    Args:
+      text: a `str`.
+      normalizer: a `BertNormalizer`.
+
+    Returns:
+      A list of words.
+    """
+    return _WORD_RE.findall(normalizer(text))
 
 
 def count_words(lines, lowercase, counts=None):
     """Counts words the way BERT's basic tokenizer splits them.
 
-    Text is normalised by `tokenizers`' `BertNormalizer` (Rust, a batch at
-    a time) and split by a regular expression equivalent to
-    `BertPreTokenizer` (a test checks both give the same words).
+    Text is normalised by `BertNormalizer` (a batch at a time) and split by
+    a regular expression equivalent to `tokenizers`' `BertPreTokenizer` (a
+    test checks both give the same words).
 
     Args:
       lines: iterable of `str` lines, or of lists of lines (batches).
@@ -76,12 +117,12 @@ def count_words(lines, lowercase, counts=None):
     >>> count_words(["Don't stop."], lowercase=True)["don"]
     1
     """
-    normalizer = bert_normalizer(lowercase)
+    normalizer = BertNormalizer(lowercase)
     counts = counts if counts is not None else collections.Counter()
     for item in lines:
         text = item if isinstance(item, str) else "\n".join(item)
         if text:
-            counts.update(_WORD_RE.findall(normalizer.normalize_str(text)))
+            counts.update(split_words(text, normalizer))
     return counts
 
 

@@ -14,7 +14,8 @@ RESERVED = list(vocab_lib.RESERVED_TOKENS)
 TRICKY = (
     "Héllo, Wörld! Café naïve RÉSUMÉ 東京タワー don't x\u0301 tab\there "
     "snake_case «quoted» 1,000.50 a~b|c @user #tag 50% \u00a0nbsp\u2003em "
-    "e-mail (parens) [brackets] {braces} semi;colon\u2014dash"
+    "e-mail (parens) [brackets] {braces} semi;colon\u2014dash "
+    "Straße ½ \ufb01ne \u2026 \u00b5m \u01c4"
 )
 
 
@@ -33,14 +34,12 @@ def test_count_words_matches_bert_pre_tokenizer(lowercase):
     from tokenizers import pre_tokenizers
 
     lines = _sample_lines(50)
-    normalizer = wordpiece_learner.bert_normalizer(lowercase)
+    normalizer = wordpiece_learner.BertNormalizer(lowercase)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     expected = collections.Counter(
         word
         for line in lines
-        for word, _ in pre_tokenizer.pre_tokenize_str(
-            normalizer.normalize_str(line)
-        )
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer(line))
     )
     assert wordpiece_learner.count_words(lines, lowercase) == expected
     # Batches (lists of lines) count the same.
@@ -68,7 +67,7 @@ def test_tf_text_tokenizes_with_the_learned_vocabulary(lowercase):
     if pieces.shape.rank == 3:  # [lines, words, pieces] in some versions.
         pieces = pieces.merge_dims(1, 2)
     assert b"[UNK]" not in pieces.flat_values.numpy().tolist()
-    normalizer = wordpiece_learner.bert_normalizer(lowercase)
+    normalizer = wordpiece_learner.BertNormalizer(lowercase)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     for line, line_pieces in zip(lines, pieces.to_list()):
         words = []  # A piece without `##` starts a word.
@@ -80,9 +79,7 @@ def test_tf_text_tokenizes_with_the_learned_vocabulary(lowercase):
                 words.append(piece)
         expected = [
             w.encode("utf-8")
-            for w, _ in pre_tokenizer.pre_tokenize_str(
-                normalizer.normalize_str(line)
-            )
+            for w, _ in pre_tokenizer.pre_tokenize_str(normalizer(line))
         ]
         assert words == expected, line
 
