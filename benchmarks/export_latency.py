@@ -23,8 +23,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app
 from absl import flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 _NUM_LAYERS = flags.DEFINE_integer("num_layers", 4, "Transformer layers.")
 _HIDDEN_DIM = flags.DEFINE_integer("hidden_dim", 512, "Hidden size.")
 _NUM_HEADS = flags.DEFINE_integer("num_heads", 8, "Attention heads.")

@@ -31,7 +31,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 _WRAPPER = r"""
 import json, resource, subprocess, sys, time

@@ -32,7 +32,6 @@ from absl import app
 from absl import flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string(
@@ -90,8 +89,8 @@ def main(argv):
     import tensorflow as tf
 
     import data_pipeline
+    from data_pipeline import default_data
     from tupe_tf.training import config as config_lib
-    from tupe_tf.training import default_data
     from tupe_tf.training.callbacks import NonFiniteLossGuard
     from tupe_tf.training.callbacks import TrainingLogger
     from tupe_tf.training.pretrain import _vocabulary_size

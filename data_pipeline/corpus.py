@@ -3,10 +3,11 @@ embedded default corpus (the English Wikipedia sample shipped in gensim)."""
 
 import bz2
 import dataclasses
-import glob
 import gzip
 import os
 import re
+
+from data_pipeline import fileio
 
 # Lines longer than this many bytes are cut (at a space when possible) into
 # pieces, so that one huge line never has to sit in memory or in a tokenizer
@@ -16,8 +17,6 @@ DEFAULT_MAX_PIECE_BYTES = 1 << 18
 # Line kinds yielded next to each line by `text_line_batches`.
 NEW_LINE = 0
 CONTINUATION = 1
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 @dataclasses.dataclass
@@ -53,33 +52,16 @@ def resolve_input_files(input_patterns):
     """
     if input_patterns is None:
         return [embedded_corpus_path()]
-    if isinstance(input_patterns, (str, os.PathLike)):
-        patterns = os.fspath(input_patterns).split(",")
-    else:
-        patterns = [os.fspath(p) for p in input_patterns]
-    patterns = [p.strip() for p in patterns if p and p.strip()]
+    patterns = fileio.split_patterns(input_patterns)
     if not patterns:
         raise ValueError("No input file given.")
-    files = []
-    for pattern in patterns:
-        if _GLOB_CHARS.search(pattern):
-            matches = sorted(glob.glob(pattern))
-            if not matches:
-                raise FileNotFoundError(
-                    f"Input pattern matches no file: {pattern}"
-                )
-        else:
-            if not os.path.exists(pattern):
-                raise FileNotFoundError(f"Input file not found: {pattern}")
-            matches = [pattern]
-        for path in matches:
-            if os.path.isdir(path):
-                raise ValueError(
-                    f"Input path is a directory, not a file: {path}"
-                )
-            if path not in files:
-                files.append(path)
-    return files
+    paths = []
+    for path in fileio.expand_patterns(patterns, "Input"):
+        if os.path.isdir(path):
+            raise ValueError(f"Input path is a directory, not a file: {path}")
+        if path not in paths:
+            paths.append(path)
+    return paths
 
 
 def open_text_file(path):
@@ -262,14 +244,12 @@ def write_embedded_corpus(output_file):
     Returns:
       The number of articles written.
     """
-    from data_pipeline import vocab as vocab_lib  # pylint: disable=g-import-not-at-top
-
     parts = []
     articles = 0
     for _, paragraphs in iter_embedded_articles():
         parts.append("\n".join(paragraphs) + "\n\n")
         articles += 1
-    vocab_lib.write_text_atomically(output_file, "".join(parts))
+    fileio.write_text_atomically(output_file, "".join(parts))
     return articles
 
 

@@ -4,7 +4,7 @@ import importlib.util
 import json
 import os
 
-from data_pipeline import vocab as vocab_lib
+from data_pipeline import fileio
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "tupe_tf.pretraining_shards"
@@ -49,7 +49,7 @@ def package_version():
 def write_manifest(directory, manifest):
     """Writes `directory/manifest.json` atomically (temporary file + rename)."""
     path = os.path.join(directory, MANIFEST_NAME)
-    vocab_lib.write_text_atomically(
+    fileio.write_text_atomically(
         path, json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     )
     return path

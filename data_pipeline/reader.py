@@ -7,7 +7,6 @@ takes in `fit()` (x, y, sample_weight).
 """
 
 import dataclasses
-import glob
 import os
 import random
 from typing import List
@@ -15,11 +14,10 @@ from typing import Tuple
 
 from absl import logging
 
+from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import vocab as vocab_lib
-
-_GLOB_CHARS = ("*", "?", "[")
 
 
 @dataclasses.dataclass
@@ -44,11 +42,7 @@ class ShardCheck:
 
 
 def _split_patterns(file_patterns):
-    if isinstance(file_patterns, (str, os.PathLike)):
-        patterns = os.fspath(file_patterns).split(",")
-    else:
-        patterns = [os.fspath(p) for p in file_patterns]
-    patterns = [p.strip() for p in patterns if p and p.strip()]
+    patterns = fileio.split_patterns(file_patterns)
     if not patterns:
         raise ValueError("file_patterns: no shard file or directory given.")
     return patterns
@@ -71,14 +65,8 @@ def _resolve_shards(file_patterns):
             manifest, entries, selected = directory_entry(pattern)
             selected.extend(n for n in entries if n not in selected)
             continue
-        if any(c in pattern for c in _GLOB_CHARS):
-            matches = sorted(glob.glob(pattern))
-            if not matches:
-                raise FileNotFoundError(
-                    f"Shard pattern matches no file: {pattern}"
-                )
-        else:
-            matches = [pattern]
+        # A plain path is checked against its manifest below.
+        matches = fileio.expand_pattern(pattern, "Shard", exists_fn=None)
         for path in matches:
             name = os.path.basename(path)
             # A glob such as DIR/* also matches the manifest and temporary files.
@@ -147,7 +135,7 @@ def verify_shards(file_patterns, verify="size"):
                 )
             elif (
                 verify == "sha256"
-                and vocab_lib.file_sha256(path) != entry["sha256"]
+                and fileio.file_sha256(path) != entry["sha256"]
             ):
                 reason = "sha256 differs from the manifest (corrupted)"
             elif verify == "full":

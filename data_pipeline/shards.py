@@ -22,56 +22,77 @@ from absl import logging
 
 from data_pipeline import corpus
 from data_pipeline import example_encoding
+from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import vocab as vocab_lib
+from data_pipeline.config_flags import setting
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
-_TMP_SUFFIX = ".tmp"
 
 
 @dataclasses.dataclass
 class ShardConfig:
-    """Configuration of `build_shards` (one field per `build_shards.py` flag).
+    """Configuration of `build_shards`; `scripts/build_shards.py`'s flags are
+    generated from it (help: field metadata; see `config_flags`)."""
 
-    Attributes:
-      input_patterns: comma-separated files/globs (or a list); `None` for the
-        embedded gensim Wikipedia sample.
-      vocab_file: WordPiece vocabulary (one token per line).
-      output_dir: directory for the shards and `manifest.json`.
-      max_seq_length: longest packed sequence, `[CLS]`/`[SEP]` included.
-      num_shards: number of TFRecord files; examples go round-robin.
-      seed: seed of static masking (packing itself is deterministic).
-      static_masking: write Model Garden's pre-masked schema instead of
-        `input_word_ids` for dynamic masking.
-      dupe_factor: static masking only: masked copies of each sequence.
-      max_predictions_per_seq: static masking only: prediction slots.
-      mask_rate: static masking only: fraction of tokens masked.
-      lowercase: lowercase and strip accents (must match the vocabulary).
-      compression: `None` or `"gzip"`.
-      overwrite: replace the shards of an existing output directory.
-      line_batch_size: lines per tokenizer call.
-      num_parallel_calls: tokenizer parallelism (`None`: one call per core).
-      file_prefix: shard file name prefix.
-    """
-
-    input_patterns: Optional[object] = None
-    vocab_file: str = ""
-    output_dir: str = ""
-    max_seq_length: int = 128
-    num_shards: int = 8
-    seed: int = 12345
-    static_masking: bool = False
-    dupe_factor: int = 1
-    max_predictions_per_seq: int = 20
-    mask_rate: float = 0.15
-    lowercase: bool = False
-    compression: Optional[str] = None
-    overwrite: bool = False
-    line_batch_size: int = 1024
-    num_parallel_calls: Optional[int] = None
-    file_prefix: str = "pretrain"
+    input_patterns: Optional[object] = setting(
+        None,
+        help="Comma-separated text files or globs (.txt, .gz, .bz2), or a "
+        "list; one sentence or paragraph per line, blank line between "
+        "documents. Default: the embedded gensim Wikipedia sample.",
+        flag="input",
+        value_type=str,
+    )
+    vocab_file: str = setting(
+        "", help="WordPiece vocabulary (one token per line).", required=True
+    )
+    output_dir: str = setting(
+        "", help="Directory for the shards and manifest.json.", required=True
+    )
+    max_seq_length: int = setting(
+        128, help="Longest sequence, [CLS] and [SEP] included."
+    )
+    num_shards: int = setting(
+        8, help="Number of TFRecord files; examples go round-robin."
+    )
+    seed: int = setting(
+        12345,
+        help="Seed of static masking (packing itself is deterministic).",
+    )
+    static_masking: bool = setting(
+        False,
+        help="Write pre-masked examples in TF Model Garden's schema instead "
+        "of input_word_ids for dynamic masking.",
+    )
+    dupe_factor: int = setting(
+        1, help="With --static_masking: masked copies per sequence."
+    )
+    max_predictions_per_seq: int = setting(
+        20, help="With --static_masking: masked positions."
+    )
+    mask_rate: float = setting(
+        0.15, help="With --static_masking: masked fraction."
+    )
+    lowercase: bool = setting(
+        False, help="Lowercase and strip accents (match the vocabulary)."
+    )
+    compression: Optional[str] = setting(
+        "none", help="TFRecord compression.", choices=("none", "gzip")
+    )
+    overwrite: bool = setting(
+        False, help="Replace the shards of an existing --output_dir."
+    )
+    line_batch_size: int = setting(
+        1024, help="Lines per tokenizer call.", flag=False
+    )
+    num_parallel_calls: Optional[int] = setting(
+        None, help="Tokenizer parallelism (None: one per core).", flag=False
+    )
+    file_prefix: str = setting(
+        "pretrain", help="Shard file name prefix.", flag=False
+    )
 
     def validate(self):
         """Raises ValueError naming the first bad field."""
@@ -94,7 +115,7 @@ class ShardConfig:
         if self.dupe_factor > 1 and not self.static_masking:
             bad(
                 "dupe_factor",
-                "only applies with static_masking (dynamic masking "
+                "only applies with --static_masking (dynamic masking "
                 "draws new masks every epoch)",
             )
         if not 0.0 < self.mask_rate < 1.0:
@@ -263,7 +284,6 @@ def build_shards(config):
 
     names = shard_names(config.file_prefix, config.num_shards, compression)
     final_paths = [os.path.join(output_dir, n) for n in names]
-    tmp_paths = [os.path.join(output_dir, "." + n + _TMP_SUFFIX) for n in names]
     options = tf.io.TFRecordOptions(compression_type=compression)
     writers = []
     counts = [0] * config.num_shards
@@ -274,71 +294,69 @@ def build_shards(config):
     )
     unk_count = 0
     start_time = time.time()
-    try:
-        writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
-        token_batches = tokenized_line_batches(
-            input_files,
-            vocabulary,
-            config.lowercase,
-            corpus_stats,
-            config.line_batch_size,
-            config.num_parallel_calls,
-        )
-
-        def counted(batches):
-            nonlocal unk_count
-            for flat_ids, row_splits, kinds in batches:
-                unk_count += int(np.count_nonzero(flat_ids == special.unk))
-                yield flat_ids, row_splits, kinds
-
-        sequences = packing.pack_token_batches(
-            counted(token_batches),
-            config.max_seq_length,
-            special.cls,
-            special.sep,
-            packer=packer,
-        )
-        serialized = serialized_examples(sequences, config, vocabulary)
-        example_index = 0
-        for record in serialized:
-            shard = example_index % config.num_shards
-            writers[shard].write(record)
-            counts[shard] += 1
-            example_index += 1
-        for writer in writers:
-            writer.close()
-        if example_index == 0:
-            raise ValueError(
-                "Empty corpus: no tokens in input file(s) "
-                f"{', '.join(input_files)}."
+    # The temporaries replace the final shards only if the body succeeds.
+    with fileio.atomic_files(final_paths) as tmp_paths:
+        try:
+            writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
+            token_batches = tokenized_line_batches(
+                input_files,
+                vocabulary,
+                config.lowercase,
+                corpus_stats,
+                config.line_batch_size,
+                config.num_parallel_calls,
             )
-        shard_entries = []
-        for name, tmp_path, count in zip(names, tmp_paths, counts):
-            shard_entries.append(
-                {
-                    "name": name,
-                    "examples": count,
-                    "bytes": os.path.getsize(tmp_path),
-                    "sha256": vocab_lib.file_sha256(tmp_path),
-                }
+
+            def counted(batches):
+                nonlocal unk_count
+                for flat_ids, row_splits, kinds in batches:
+                    unk_count += int(np.count_nonzero(flat_ids == special.unk))
+                    yield flat_ids, row_splits, kinds
+
+            sequences = packing.pack_token_batches(
+                counted(token_batches),
+                config.max_seq_length,
+                special.cls,
+                special.sep,
+                packer=packer,
             )
-        # Every shard is complete: only now drop an older run's files (its
-        # manifest first), rename the new shards, then write the manifest.
-        _remove_previous_outputs(
-            output_dir, keep={os.path.basename(p) for p in tmp_paths}
-        )
-        for tmp_path, final_path in zip(tmp_paths, final_paths):
-            os.replace(tmp_path, final_path)
-    except BaseException:
-        for writer in writers:
-            try:
+            serialized = serialized_examples(sequences, config, vocabulary)
+            example_index = 0
+            for record in serialized:
+                shard = example_index % config.num_shards
+                writers[shard].write(record)
+                counts[shard] += 1
+                example_index += 1
+            for writer in writers:
                 writer.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
-        for path in tmp_paths:
-            if os.path.exists(path):
-                os.remove(path)
-        raise
+            if example_index == 0:
+                raise ValueError(
+                    "Empty corpus: no tokens in input file(s) "
+                    f"{', '.join(input_files)}."
+                )
+            shard_entries = []
+            for name, tmp_path, count in zip(names, tmp_paths, counts):
+                shard_entries.append(
+                    {
+                        "name": name,
+                        "examples": count,
+                        "bytes": os.path.getsize(tmp_path),
+                        "sha256": fileio.file_sha256(tmp_path),
+                    }
+                )
+            # Every shard is complete: only now drop an older run's files (its
+            # manifest first); leaving the `with` renames the new shards, then
+            # the manifest is written.
+            _remove_previous_outputs(
+                output_dir, keep={os.path.basename(p) for p in tmp_paths}
+            )
+        except BaseException:
+            for writer in writers:
+                try:
+                    writer.close()
+                except Exception:  # pylint: disable=broad-except
+                    pass
+            raise
     elapsed = time.time() - start_time
 
     if corpus_stats.invalid_utf8_lines:

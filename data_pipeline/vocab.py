@@ -1,10 +1,15 @@
-"""WordPiece vocabulary: learning (TF-Text), loading, special tokens, hashing."""
+"""WordPiece vocabulary: learning (`wordpiece_learner` or TF-Text), loading,
+special tokens."""
 
 import dataclasses
-import hashlib
 import os
 import re
-import tempfile
+from typing import Optional
+
+from data_pipeline import corpus
+from data_pipeline import fileio
+from data_pipeline import wordpiece_learner
+from data_pipeline.config_flags import setting
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 REQUIRED_SPECIAL_TOKENS = RESERVED_TOKENS
@@ -46,18 +51,6 @@ class Vocabulary:
     @property
     def size(self):
         return len(self.tokens)
-
-
-def file_sha256(path, chunk_size=1 << 20):
-    """Hex sha256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(chunk_size)
-            if not chunk:
-                break
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def load_vocabulary(vocab_file):
@@ -124,34 +117,70 @@ def load_vocabulary(vocab_file):
     return Vocabulary(
         path=vocab_file,
         tokens=tuple(tokens),
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=fileio.sha256_hex(raw),
         special_ids=special_ids,
         special_token_ids=special_token_ids,
     )
 
 
-def write_text_atomically(path, text):
-    """Writes `text` to `path` via a temporary file and `os.replace`."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(
-        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
+def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
+    """Raises `ValueError` unless `vocab_size` exceeds the reserved tokens."""
+    if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
+        raise ValueError(
+            f"vocab_size must be an int larger than the {len(reserved_tokens)} "
+            f"reserved tokens, got {vocab_size!r}."
+        )
+
+
+@dataclasses.dataclass
+class VocabConfig:
+    """Settings of `scripts/build_vocab.py`, whose flags are generated from
+    it (help: field metadata; see `config_flags`)."""
+
+    input_patterns: Optional[str] = setting(
+        None,
+        help="Comma-separated text files or globs (.txt, .gz, .bz2), one "
+        "sentence or paragraph per line, blank line between documents. "
+        "Default: the embedded gensim Wikipedia sample.",
+        flag="input",
     )
-    try:
-        # mkstemp creates 0600 files; give the usual umask-based mode instead.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_path, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-        raise
+    vocab_size: int = setting(
+        30522, help="Target vocabulary size (upper bound)."
+    )
+    output_file: str = setting(
+        "", help="Vocabulary file to write.", flag="output", required=True
+    )
+    lowercase: bool = setting(False, help="Lowercase and strip accents.")
+    num_iterations: int = setting(
+        4,
+        help="--learner=tf_text only: WordPiece learning iterations "
+        "(TF-Text `learn`).",
+    )
+    learner: str = setting(
+        wordpiece_learner.DEFAULT_LEARNER,
+        help=wordpiece_learner.LEARNER_HELP,
+        choices=wordpiece_learner.LEARNERS,
+    )
+
+    def validate(self):
+        """Raises `ValueError` naming the bad field."""
+        check_vocab_size(self.vocab_size)
+        if self.num_iterations < 1:
+            raise ValueError(
+                f"num_iterations must be >= 1, got {self.num_iterations}."
+            )
+
+    def build(self):
+        """`build_vocabulary` with these settings; returns its summary."""
+        self.validate()
+        return build_vocabulary(
+            self.input_patterns,
+            self.vocab_size,
+            self.output_file,
+            lowercase=self.lowercase,
+            learn_params={"num_iterations": self.num_iterations},
+            learner=self.learner,
+        )
 
 
 def build_vocabulary(
@@ -201,20 +230,13 @@ def build_vocabulary(
     Example:
     >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
     """
-    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
-    from data_pipeline import wordpiece_learner  # pylint: disable=g-import-not-at-top
-
     learner = learner or wordpiece_learner.DEFAULT_LEARNER
     if learner not in wordpiece_learner.LEARNERS:
         raise ValueError(
             f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
             f"got {learner!r}."
         )
-    if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
-        raise ValueError(
-            f"vocab_size must be an int larger than the {len(reserved_tokens)} "
-            f"reserved tokens, got {vocab_size!r}."
-        )
+    check_vocab_size(vocab_size, reserved_tokens)
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
@@ -252,11 +274,11 @@ def build_vocabulary(
         raise AssertionError(
             "The learner did not put the reserved tokens first."
         )
-    write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
+    fileio.write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
     return {
         "vocab_size": len(vocab),
         "output_file": os.fspath(output_file),
-        "sha256": file_sha256(output_file),
+        "sha256": fileio.file_sha256(output_file),
         "input_files": list(input_files),
         "lowercase": bool(lowercase),
         "learner": learner,
@@ -279,8 +301,6 @@ def _learn_with_tf_text(
     from tensorflow_text.tools.wordpiece_vocab import (
         bert_vocab_from_dataset as bvd,
     )  # pylint: disable=g-import-not-at-top
-
-    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
 
     def batches():
         for lines, _ in corpus.text_line_batches(

@@ -40,9 +40,9 @@ LEARNER_TF_TEXT = "tf_text"
 LEARNERS = (LEARNER_TOKENIZERS, LEARNER_TF_TEXT)
 DEFAULT_LEARNER = LEARNER_TOKENIZERS
 LEARNER_HELP = (
-    "WordPiece learner: 'tokenizers' (Rust trainer of the `tokenizers` "
-    "library, fast, the default) or 'tf_text' (TF-Text's "
-    "bert_vocab_from_dataset, slow)."
+    "WordPiece learner: 'tokenizers' (BERT-split word counts, then the "
+    "`tokenizers` library's Rust trainer; fast, the default) or 'tf_text' "
+    "(TF-Text's bert_vocab_from_dataset; slow)."
 )
 
 

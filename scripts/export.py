@@ -20,18 +20,22 @@ Example:
 import os
 import sys
 
-from absl import app
-from absl import flags
+# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402
 
-FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
+import tupe_tf.export  # noqa: E402
 
 _PRESET = flags.DEFINE_string("preset", None, "Preset directory to export.")
 _EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Output SavedModel directory."
 )
-_FORMAT = flags.DEFINE_enum("format", None, FORMATS, "Export format.")
+_FORMAT = flags.DEFINE_enum(
+    "format", None, tupe_tf.export.FORMATS, "Export format."
+)
 _SEQ_LENGTH = flags.DEFINE_integer(
     "seq_length",
     128,
@@ -76,11 +80,6 @@ def main(argv):
         )
     if not os.path.isdir(_PRESET.value):
         sys.exit(f"export: error: --preset={_PRESET.value} is not a directory.")
-    # Imported after flag checks: TensorFlow takes seconds to load.
-    from absl import logging  # pylint: disable=g-import-not-at-top
-
-    import tupe_tf.export  # pylint: disable=g-import-not-at-top
-
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
     try:
         path = tupe_tf.export.export_preset(

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
@@ -112,7 +113,7 @@ def test_manifest_fields(dynamic_shards, vocab_file, corpus_file):
     for entry in on_disk["shards"]:
         path = os.path.join(directory, entry["name"])
         assert entry["bytes"] == os.path.getsize(path)
-        assert entry["sha256"] == vocab_lib.file_sha256(path)
+        assert entry["sha256"] == fileio.file_sha256(path)
     assert (
         sum(s["examples"] for s in on_disk["shards"]) == on_disk["num_examples"]
     )
@@ -326,7 +327,7 @@ def test_interrupted_overwrite_keeps_old_shards(
     shards.build_shards(_config(corpus_file, vocab_file, out))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     monkeypatch.setattr(
-        shards.vocab_lib,
+        shards.fileio,
         "file_sha256",
         lambda path: (_ for _ in ()).throw(OSError("disk")),
     )

@@ -123,11 +123,16 @@ def test_loaded_preset_kinds(exports):
 
 
 def _script(*args):
+    # The script imports the checkout under test, not the installed package.
+    root = os.path.dirname(os.path.dirname(SCRIPT))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run(
         [sys.executable, SCRIPT, *args],
         capture_output=True,
         text=True,
         timeout=240,
+        env=env,
     )
 
 

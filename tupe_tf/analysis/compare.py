@@ -18,6 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from data_pipeline import fileio  # noqa: E402
+
 # name -> TupeBackbone options (the rows of the TUPE paper's Table 1 that
 # this package implements, plus DIET).
 VARIANTS = {
@@ -192,10 +194,9 @@ def plot_curves(curves, path):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110)
+    with fileio.atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
-    os.replace(tmp, path)
     return path
 
 
@@ -230,7 +231,7 @@ def run_comparison(config: CompareConfig):
     Example:
     >>> results = run_comparison(CompareConfig(glue_dir="glue"))
     """
-    from tupe_tf.training import default_data
+    from data_pipeline import default_data
 
     validate_compare_config(config)
     os.makedirs(config.output_dir, exist_ok=True)
@@ -297,7 +298,4 @@ def run_comparison(config: CompareConfig):
 
 
 def _write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    fileio.write_text_atomically(path, text)

@@ -1,12 +1,12 @@
 """Pictures of positional attention (TUPE fig. 6; DIET figs. 2, 4, 7, 8)."""
 
-import os
-
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from data_pipeline import fileio  # noqa: E402
 
 
 def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
@@ -129,9 +129,6 @@ def plot_attention_ranks(ranks_by_model, path):
 
 
 def _save(fig, path):
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = path + ".tmp.png"
-    fig.savefig(temporary, dpi=110)
+    with fileio.atomic_file(path) as temporary:
+        fig.savefig(temporary, dpi=110, format="png")
     plt.close(fig)
-    os.replace(temporary, path)

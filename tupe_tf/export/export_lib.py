@@ -3,12 +3,11 @@
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 
 import keras
 import keras_hub
 
+from data_pipeline import fileio
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.version import __version__
@@ -123,7 +122,6 @@ def load_preset(preset_dir):
     return LoadedPreset(preset_dir, metadata, tokenizer, backbone, classifier)
 
 
-@contextlib.contextmanager
 def atomic_export_dir(export_dir, overwrite=False):
     """Yields a temporary directory that becomes `export_dir` on success.
 
@@ -145,40 +143,9 @@ def atomic_export_dir(export_dir, overwrite=False):
         tf.saved_model.save(module, tmp_dir)
     ```
     """
-    export_dir = os.path.abspath(export_dir)
-    if os.path.exists(export_dir) and not overwrite:
-        raise FileExistsError(
-            f"Export directory {export_dir!r} already exists. Pass "
-            "--overwrite (overwrite=True) to replace it."
-        )
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(
-        prefix=f".{os.path.basename(export_dir)}.tmp-", dir=parent
+    return fileio.atomic_directory(
+        export_dir, overwrite, what="Export directory"
     )
-    try:
-        yield tmp_dir
-    except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
-    old_dir = None
-    if os.path.exists(export_dir):
-        # Move the old export aside first so `export_dir` is never half
-        # written: it is either the old or the new export.
-        old_dir = tempfile.mkdtemp(
-            prefix=f".{os.path.basename(export_dir)}.old-", dir=parent
-        )
-        os.rmdir(old_dir)
-        os.rename(export_dir, old_dir)
-    try:
-        os.rename(tmp_dir, export_dir)
-    except BaseException:
-        if old_dir is not None:
-            os.rename(old_dir, export_dir)
-        shutil.rmtree(tmp_dir, ignore_errors=True)
-        raise
-    if old_dir is not None:
-        shutil.rmtree(old_dir, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,9 @@
 """Configuration objects and the model-size table for training.
 
 The dataclasses here are the single source of truth for every training
-option: the absl mains in `scripts/` only translate flags into them, and the
-library entry points (`run_pretraining`, `run_glue`) only read them.
+option, its default and its help: the scripts' flags are generated from them
+(`data_pipeline.config_flags`), and the library entry points
+(`run_pretraining`, `run_glue`) only read them.
 """
 
 import dataclasses
@@ -10,9 +11,8 @@ import os
 from typing import Optional
 from typing import Sequence
 
-from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.backbone_options import POSITION_SHARINGS
-from tupe_tf.backbone_options import SEGMENT_ENCODINGS
+from data_pipeline.config_flags import setting
+from tupe_tf.backbone_options import BACKBONE_OPTIONS
 
 
 class InvalidInputError(ValueError):
@@ -52,39 +52,39 @@ STRATEGIES = (
 )
 
 
-@dataclasses.dataclass
-class ModelConfig:
-    """Backbone dimensions and TUPE/DIET options.
+# The BERT dimensions: `model_size` names a row of `MODEL_SIZES`, the four
+# dims override it. Every other `ModelConfig` field comes from
+# `tupe_tf.backbone_options.BACKBONE_OPTIONS`.
+_DIMS_HELP = "Overrides --model_size."
+_MODEL_DIM_FIELDS = [
+    (
+        "model_size",
+        str,
+        setting(
+            "tiny",
+            help="BERT dimensions (a row of MODEL_SIZES).",
+            choices=sorted(MODEL_SIZES),
+        ),
+    ),
+] + [
+    (dim, Optional[int], setting(None, help=_DIMS_HELP))
+    for dim in MODEL_SIZES["tiny"]
+]
 
-    Args:
-        model_size: a key of `MODEL_SIZES`. Explicit dims below override it.
-        num_layers, num_heads, hidden_dim, intermediate_dim: explicit dims.
-        dropout, max_sequence_length, num_segments, position_encoding,
-        untie_cls, segment_encoding, position_rank, position_sharing,
-        relative_buckets, relative_max_distance: passed unchanged to
-            `tupe_tf.TupeBackbone`.
 
-    Example:
+def _option_field(option):
+    value_type = option.value_type
+    if option.default is None:
+        value_type = Optional[value_type]
+    return (
+        option.name,
+        value_type,
+        setting(option.default, help=option.help, choices=option.choices),
+    )
 
-    >>> ModelConfig(model_size="tiny", num_layers=1).dims()["num_layers"]
-    1
-    """
 
-    model_size: str = "tiny"
-    num_layers: Optional[int] = None
-    num_heads: Optional[int] = None
-    hidden_dim: Optional[int] = None
-    intermediate_dim: Optional[int] = None
-    dropout: float = 0.1
-    max_sequence_length: int = 512
-    num_segments: int = 2
-    position_encoding: str = "tupe-r"
-    untie_cls: bool = True
-    segment_encoding: str = "input"
-    position_rank: Optional[int] = None
-    position_sharing: Optional[str] = None
-    relative_buckets: int = 32
-    relative_max_distance: int = 128
+class _ModelConfigMethods:
+    """The methods of `ModelConfig` (its fields are generated)."""
 
     def dims(self):
         if self.model_size not in MODEL_SIZES:
@@ -106,66 +106,87 @@ class ModelConfig:
 
     def validate(self):
         self.dims()
-        if self.position_encoding not in POSITION_ENCODINGS:
-            raise ValueError(
-                f"--position_encoding={self.position_encoding!r} is not one of "
-                f"{list(POSITION_ENCODINGS)}."
-            )
-        if self.segment_encoding not in SEGMENT_ENCODINGS:
-            raise ValueError(
-                f"--segment_encoding={self.segment_encoding!r} is not one of "
-                f"{list(SEGMENT_ENCODINGS)}."
-            )
-        if (
-            self.position_sharing is not None
-            and self.position_sharing not in POSITION_SHARINGS
-        ):
-            raise ValueError(
-                f"--position_sharing={self.position_sharing!r} is not one of "
-                f"{list(POSITION_SHARINGS)}."
-            )
+        for option in self.backbone_options:
+            value = getattr(self, option.name)
+            if option.choices is None or (
+                value is None and option.default is None
+            ):
+                continue
+            if value not in option.choices:
+                raise ValueError(
+                    f"--{option.name}={value!r} is not one of "
+                    f"{list(option.choices)}."
+                )
 
     def backbone_kwargs(self, vocabulary_size):
         """Keyword arguments for `tupe_tf.TupeBackbone`."""
         return dict(
             vocabulary_size=vocabulary_size,
             **self.dims(),
-            dropout=self.dropout,
-            max_sequence_length=self.max_sequence_length,
-            num_segments=self.num_segments,
-            position_encoding=self.position_encoding,
-            untie_cls=self.untie_cls,
-            segment_encoding=self.segment_encoding,
-            position_rank=self.position_rank,
-            position_sharing=self.position_sharing,
-            relative_buckets=self.relative_buckets,
-            relative_max_distance=self.relative_max_distance,
+            **{o.name: getattr(self, o.name) for o in self.backbone_options},
         )
+
+
+def make_model_config(options=BACKBONE_OPTIONS):
+    """The `ModelConfig` dataclass for a table of backbone options.
+
+    Args:
+        options: `BackboneOption`s; each becomes a field (and so a flag).
+    """
+    cls = dataclasses.make_dataclass(
+        "ModelConfig",
+        _MODEL_DIM_FIELDS + [_option_field(o) for o in options],
+        bases=(_ModelConfigMethods,),
+        namespace={
+            "__doc__": _MODEL_CONFIG_DOC,
+            "backbone_options": tuple(options),
+        },
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+_MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
+
+    Generated: `model_size` and the four BERT dims (`MODEL_SIZES`), then one
+    field per entry of `tupe_tf.backbone_options.BACKBONE_OPTIONS` (default,
+    help and choices from there), passed unchanged to `TupeBackbone`.
+
+    Example:
+
+    >>> ModelConfig(model_size="tiny", num_layers=1).dims()["num_layers"]
+    1
+    """
+ModelConfig = make_model_config()
 
 
 @dataclasses.dataclass
 class OptimizerConfig:
     """AdamW with warm-up and linear decay; defaults are TUPE Table 2.
 
-    Args:
-        learning_rate: peak learning rate (pre-training default 1e-4).
-        warmup_steps: linear warm-up steps. Takes precedence over
-            `warmup_ratio` when set.
-        warmup_ratio: warm-up as a fraction of the total steps.
-        weight_decay: decoupled weight decay, not applied to LayerNorm
-            parameters and biases.
-        beta_1, beta_2, epsilon: Adam's moments and epsilon.
-        clipnorm: global gradient-norm clipping (`None` disables it).
+    Each field's help is its metadata (`setting(help=...)`).
     """
 
-    learning_rate: float = 1e-4
-    warmup_steps: Optional[int] = None
-    warmup_ratio: float = 0.01
-    weight_decay: float = 0.01
-    beta_1: float = 0.9
-    beta_2: float = 0.999
-    epsilon: float = 1e-6
-    clipnorm: Optional[float] = 1.0
+    learning_rate: float = setting(1e-4, help="Peak learning rate.")
+    warmup_steps: Optional[int] = setting(
+        None, help="Linear warm-up steps (overrides --warmup_ratio)."
+    )
+    warmup_ratio: float = setting(
+        0.01, help="Warm-up as a fraction of --num_train_steps."
+    )
+    weight_decay: float = setting(
+        0.01, help="AdamW weight decay (not on LayerNorm/biases)."
+    )
+    beta_1: float = setting(0.9, help="Adam beta_1.")
+    beta_2: float = setting(0.999, help="Adam beta_2.")
+    epsilon: float = setting(1e-6, help="Adam epsilon.")
+    clipnorm: Optional[float] = setting(
+        1.0, help="Global gradient-norm clip (0 or None disables it)."
+    )
+
+    def __post_init__(self):
+        if self.clipnorm == 0:
+            self.clipnorm = None
 
     def resolve_warmup_steps(self, num_train_steps):
         if self.warmup_steps is not None:
@@ -183,25 +204,31 @@ class OptimizerConfig:
 
 @dataclasses.dataclass
 class RuntimeConfig:
-    """Distribution and performance settings.
+    """Distribution and performance settings (help: field metadata)."""
 
-    Args:
-        strategy: one of `STRATEGIES`.
-        tpu: TPU name or `grpc://` address (`--strategy=tpu`); `"local"` on a
-            TPU VM.
-        num_cpu_devices: with `mirrored` on a machine without GPUs, split the
-            CPU into this many logical devices (must happen before TF starts).
-        mixed_precision: a Keras dtype policy name.
-        jit_compile: XLA-compile the train step.
-        steps_per_execution: train steps per `tf.function` call.
-    """
-
-    strategy: str = "default"
-    tpu: Optional[str] = None
-    num_cpu_devices: Optional[int] = None
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    steps_per_execution: int = 1
+    strategy: str = setting(
+        "default", help="tf.distribute strategy.", choices=STRATEGIES
+    )
+    tpu: Optional[str] = setting(
+        None,
+        help="TPU name or grpc:// address for --strategy=tpu ('local' on a "
+        "TPU VM).",
+    )
+    num_cpu_devices: Optional[int] = setting(
+        None,
+        help="Logical CPU devices for --strategy=mirrored without GPUs "
+        "(set before TensorFlow starts).",
+    )
+    mixed_precision: str = setting(
+        "float32",
+        help="Keras dtype policy (mixed_bfloat16 on TPU; mixed_float16 adds "
+        "loss scaling).",
+        choices=MIXED_PRECISION_POLICIES,
+    )
+    jit_compile: bool = setting(False, help="XLA-compile the train step.")
+    steps_per_execution: int = setting(
+        1, help="Train steps per tf.function call."
+    )
 
     def validate(self):
         if self.strategy not in STRATEGIES:
@@ -233,56 +260,70 @@ class RuntimeConfig:
 
 @dataclasses.dataclass
 class PretrainConfig:
-    """Everything `run_pretraining` needs.
+    """Everything `run_pretraining` needs (help: field metadata).
 
-    Args:
-        model_dir: where checkpoints, TensorBoard logs, the final preset and
-            `results.json` go. Rerunning with the same `model_dir` resumes.
-        train_files, eval_files: TFRecord shard patterns from
-            `scripts/build_shards.py`. When `train_files` is empty the
-            embedded Wikipedia sample is turned into a vocabulary and shards
-            under `work_dir` (reused when present and matching).
-        vocab_file: WordPiece vocabulary the shards were built with.
-        work_dir: where the default vocabulary and shards are built.
-        seq_length: tokens per example (must equal the shards' length).
-        max_predictions_per_seq, mask_rate: MLM masking.
-        global_batch_size: examples per step summed over all replicas.
-        num_train_steps: optimizer steps in total (including resumed ones).
-        save_every: checkpoint interval in steps (also the Keras "epoch").
-        eval_every: evaluation interval in steps, rounded up to a multiple
-            of `save_every` (0: evaluate only at the end).
-        eval_steps: batches per evaluation.
-        log_every: TensorBoard scalar interval in steps.
-        keep_checkpoints: checkpoints kept on disk.
-        seed: shuffling/masking/initialisation seed (makes the data order
-            reproducible, which is what lets a resumed run skip ahead).
-        shuffle_buffer: examples in the shuffle buffer.
-        verbose: Keras progress-bar mode (1 bar, 2 one line per epoch).
+    Rerunning with the same `model_dir` resumes. When `train_files` is empty
+    the embedded Wikipedia sample is turned into a vocabulary and shards under
+    `work_dir` (reused when present and matching).
     """
 
-    model_dir: str = "./runs/default/model"
-    train_files: Sequence[str] = ()
-    eval_files: Sequence[str] = ()
-    vocab_file: Optional[str] = None
-    work_dir: str = "./runs/default"
-    seq_length: int = 128
-    max_predictions_per_seq: Optional[int] = None
-    mask_rate: float = 0.15
-    global_batch_size: int = 32
-    num_train_steps: int = 2000
-    save_every: int = 200
-    eval_every: int = 1000
-    eval_steps: int = 20
-    log_every: int = 20
-    keep_checkpoints: int = 3
-    seed: int = 0
-    shuffle_buffer: int = 10000
-    verbose: int = 1
+    model_dir: Optional[str] = setting(
+        None,
+        help="Checkpoints, TensorBoard logs, the final preset and "
+        "results.json (default: <work_dir>/model). Rerunning resumes.",
+    )
+    train_files: Sequence[str] = setting(
+        (),
+        help="Training shard patterns from scripts/build_shards.py "
+        "(default: built from the embedded corpus).",
+    )
+    eval_files: Sequence[str] = setting((), help="Evaluation shard patterns.")
+    vocab_file: Optional[str] = setting(
+        None, help="Vocabulary the shards were built with."
+    )
+    work_dir: str = setting(
+        "./runs/default", help="Where default data (and model_dir) go."
+    )
+    seq_length: int = setting(128, help="Sequence length of the shards.")
+    max_predictions_per_seq: Optional[int] = setting(
+        None, help="Masked positions per sequence."
+    )
+    mask_rate: float = setting(0.15, help="Fraction of tokens masked.")
+    global_batch_size: int = setting(
+        32, help="Examples per step summed over all replicas."
+    )
+    num_train_steps: int = setting(
+        2000, help="Optimizer steps in total (resumed ones included)."
+    )
+    save_every: int = setting(
+        200, help="Checkpoint interval in steps (also the Keras epoch)."
+    )
+    eval_every: int = setting(
+        1000,
+        help="Evaluation interval in steps, rounded up to a multiple of "
+        "--save_every (0: end only).",
+    )
+    eval_steps: int = setting(20, help="Batches per evaluation.")
+    log_every: int = setting(20, help="TensorBoard interval in steps.")
+    keep_checkpoints: int = setting(3, help="Checkpoints kept on disk.")
+    seed: int = setting(
+        0,
+        help="Data order, masking and initialisation seed (a resumed run "
+        "skips ahead in the same order).",
+    )
+    shuffle_buffer: int = setting(10000, help="Shuffle buffer in examples.")
+    verbose: int = setting(
+        1, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+    )
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = dataclasses.field(
         default_factory=OptimizerConfig
     )
     runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
+
+    def __post_init__(self):
+        if self.model_dir is None:
+            self.model_dir = os.path.join(self.work_dir, "model")
 
     @property
     def checkpoint_dir(self):
@@ -317,34 +358,50 @@ GLUE_TASKS = (
 class GlueConfig:
     """Everything `run_glue` needs. Defaults follow TUPE Table 2.
 
-    Args:
-        task: one of `GLUE_TASKS` (`mnli` reports matched and mismatched).
-        preset: a pre-trained preset directory (from `run_pretraining`).
-        output_dir: where `results.json` (and per-run logs) go.
-        glue_dir: official-layout GLUE TSV directory; TFDS `glue/<task>`
-            when not given.
-        tfds_data_dir: TFDS data directory.
-        seq_length: tokens per (pair of) sentence(s).
-        learning_rates: learning rates swept (one run each per seed).
-        seeds: seeds per learning rate; the median over seeds is reported.
-        batch_size, num_epochs, warmup_ratio, weight_decay: the recipe.
-        max_train_examples, max_eval_examples: caps for quick runs.
+    Help: field metadata. Results go to `<output_dir>/<task>/results.json`.
     """
 
-    task: str = "sst2"
-    preset: Optional[str] = None
-    output_dir: str = "./runs/glue"
-    glue_dir: Optional[str] = None
-    tfds_data_dir: Optional[str] = None
-    seq_length: int = 128
-    learning_rates: Sequence[float] = (2e-5, 3e-5, 4e-5, 5e-5)
-    seeds: Sequence[int] = (0, 1, 2, 3, 4)
-    batch_size: int = 32
-    num_epochs: int = 10
-    warmup_ratio: float = 0.06
-    weight_decay: float = 0.01
-    dropout: float = 0.1
-    max_train_examples: Optional[int] = None
-    max_eval_examples: Optional[int] = None
-    verbose: int = 1
+    task: str = setting(
+        "sst2",
+        help="GLUE task (mnli reports matched and mismatched).",
+        choices=GLUE_TASKS,
+    )
+    preset: Optional[str] = setting(
+        None, help="Pre-trained preset directory (from scripts/pretrain.py)."
+    )
+    output_dir: str = setting(
+        "./runs/glue", help="Where <task>/results.json goes."
+    )
+    glue_dir: Optional[str] = setting(
+        None, help="Official-layout GLUE TSV directory (default: TFDS)."
+    )
+    tfds_data_dir: Optional[str] = setting(None, help="TFDS data directory.")
+    seq_length: int = setting(
+        128, help="Tokens per example (sentence pairs included)."
+    )
+    learning_rates: Sequence[float] = setting(
+        (2e-5, 3e-5, 4e-5, 5e-5),
+        help="Learning rates swept (one run each per seed).",
+    )
+    seeds: Sequence[int] = setting(
+        (0, 1, 2, 3, 4), help="Seeds per learning rate (median reported)."
+    )
+    batch_size: int = setting(32, help="Batch size.")
+    num_epochs: int = setting(10, help="Epochs (the paper uses 5 or 10).")
+    warmup_ratio: float = setting(
+        0.06, help="Warm-up fraction of the total steps."
+    )
+    weight_decay: float = setting(
+        0.01, help="AdamW weight decay (not on LayerNorm/biases)."
+    )
+    dropout: float = setting(0.1, help="Classifier dropout.")
+    max_train_examples: Optional[int] = setting(
+        None, help="Cap on training examples (quick runs)."
+    )
+    max_eval_examples: Optional[int] = setting(
+        None, help="Cap on dev examples (quick runs)."
+    )
+    verbose: int = setting(
+        2, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+    )
     runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)

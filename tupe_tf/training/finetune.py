@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data_pipeline import fileio
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
@@ -350,9 +351,6 @@ def run_glue(config: GlueConfig):
         "best": by_lr[str(best_lr)],
     }
     path = os.path.join(output_dir, "results.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=2)
-    os.replace(tmp, path)
+    fileio.write_text_atomically(path, json.dumps(results, indent=2))
     results["results_file"] = path
     return results

@@ -13,13 +13,13 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import time
 import warnings
 
 import keras
 import tensorflow as tf
 
+from data_pipeline import fileio
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
@@ -47,16 +47,10 @@ class PretrainingResult:
 
 
 def _expand_patterns(patterns, flag):
-    files = []
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    patterns = [p for item in patterns for p in item.split(",") if p]
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise ValueError(f"{flag}: pattern {pattern!r} matches no file.")
-        files.extend(matched)
-    return files
+    # tf.io.gfile also reads remote paths (gs://...).
+    return fileio.expand_patterns(
+        patterns, flag, glob_fn=tf.io.gfile.glob, exists_fn=tf.io.gfile.exists
+    )
 
 
 def check_model_dir_writable(model_dir):
@@ -268,25 +262,15 @@ def save_preset_atomically(model, preset_dir, tokenizer_fn, seq_length):
     """
     import tupe_tf
 
-    parent = os.path.dirname(os.path.abspath(preset_dir))
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".preset_tmp_", dir=parent)
     previous = model.preprocessor
-    try:
-        model.preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
-            tokenizer_fn(), sequence_length=seq_length
-        )
-        model.save_to_preset(tmp_dir)
-    finally:
-        model.preprocessor = previous
-    old = None
-    if os.path.exists(preset_dir):
-        old = tempfile.mkdtemp(prefix=".preset_old_", dir=parent)
-        os.rmdir(old)
-        os.rename(preset_dir, old)
-    os.rename(tmp_dir, preset_dir)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
+    with fileio.atomic_directory(preset_dir, overwrite=True) as tmp_dir:
+        try:
+            model.preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
+                tokenizer_fn(), sequence_length=seq_length
+            )
+            model.save_to_preset(tmp_dir)
+        finally:
+            model.preprocessor = previous
     return preset_dir
 
 
@@ -329,7 +313,7 @@ def run_pretraining(config: PretrainConfig):
             num_cpu_devices=runtime.num_cpu_devices,
         )
         if not config.train_files:
-            from tupe_tf.training import default_data
+            from data_pipeline import default_data
 
             data = default_data.prepare_default_data(
                 config.work_dir, seq_length=config.seq_length
@@ -547,7 +531,4 @@ def _vocabulary_size(vocab_file):
 
 
 def _write_json(path, obj):
-    tmp = path + f".tmp{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        json.dump(obj, f, indent=2, default=str)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    fileio.write_text_atomically(path, json.dumps(obj, indent=2, default=str))

@@ -1,15 +1,20 @@
 """The default pre-training data: the embedded Wikipedia sample, tokenised.
 
-Used when `scripts/pretrain.py` is run without data flags: builds a
-WordPiece vocabulary and MLM shards from the gensim Wikipedia sample under
-a work directory with `data_pipeline`, or reuses them when they are already
-there and match.
+Used when `scripts/pretrain.py` (or the compare study) runs without data
+flags: builds a WordPiece vocabulary and MLM shards from the gensim Wikipedia
+sample under a work directory, or reuses them when they are already there and
+match.
 """
 
 import dataclasses
 import os
 
 from absl import logging
+
+from data_pipeline import manifest as manifest_lib
+from data_pipeline import reader
+from data_pipeline import shards
+from data_pipeline import vocab as vocab_lib
 
 DEFAULT_VOCAB_SIZE = 8192
 DEFAULT_NUM_SHARDS = 8
@@ -33,10 +38,8 @@ class DefaultData:
 
 
 def _existing_shards_match(shard_dir, vocab_file, seq_length):
-    import data_pipeline
-
     try:
-        manifest = data_pipeline.read_manifest(shard_dir)
+        manifest = manifest_lib.read_manifest(shard_dir)
     except (OSError, ValueError):
         return False
     if int(manifest.get("max_seq_length", -1)) != seq_length:
@@ -49,7 +52,7 @@ def _existing_shards_match(shard_dir, vocab_file, seq_length):
     if len(files) < 2:
         return False
     try:
-        data_pipeline.check_shards_vocabulary(files, vocab_file)
+        reader.check_shards_vocabulary(files, vocab_file)
     except (ValueError, OSError):
         return False
     return True
@@ -80,8 +83,6 @@ def prepare_default_data(
     >>> data.eval_files
     ['./runs/default/shards_128/pretrain-00007-of-00008.tfrecord']
     """
-    import data_pipeline
-
     if num_shards < 2:
         raise ValueError("num_shards must be >= 2 (one shard is held out).")
     os.makedirs(work_dir, exist_ok=True)
@@ -94,15 +95,13 @@ def prepare_default_data(
         print(
             f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}"
         )
-        data_pipeline.build_vocabulary(
-            None, vocab_size, vocab_file, lowercase=True
-        )
+        vocab_lib.build_vocabulary(None, vocab_size, vocab_file, lowercase=True)
     if not _existing_shards_match(shard_dir, vocab_file, seq_length):
         print(
             f"Building {num_shards} shards of length {seq_length}: {shard_dir}"
         )
-        data_pipeline.build_shards(
-            data_pipeline.ShardConfig(
+        shards.build_shards(
+            shards.ShardConfig(
                 input_patterns=None,
                 vocab_file=vocab_file,
                 output_dir=shard_dir,

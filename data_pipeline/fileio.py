@@ -1,0 +1,233 @@
+"""File helpers shared by `data_pipeline` and `tupe_tf`.
+
+Atomic publishing of files and directories, comma-separated pattern
+expansion, and sha256 hashing. Standard library only, so that importing it
+(as `scripts/build_shards.py` does at start-up) never pulls in TensorFlow.
+"""
+
+import contextlib
+import glob
+import hashlib
+import os
+import shutil
+import tempfile
+
+_GLOB_CHARS = "*?["
+_TMP_SUFFIX = ".tmp"
+
+
+class NoMatchingFileError(FileNotFoundError, ValueError):
+    """A file or pattern names no existing file.
+
+    Both a `FileNotFoundError` (what the data tools raise) and a `ValueError`
+    (what a bad flag raises in the training library).
+    """
+
+
+def sha256_hex(data):
+    """Hex sha256 of `data` (bytes)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path, chunk_size=1 << 20):
+    """Hex sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(chunk_size)
+            if not chunk:
+                break
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _umask_mode():
+    # mkstemp creates 0600 files; published files get the usual mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _remove_quietly(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+@contextlib.contextmanager
+def atomic_files(paths):
+    """Yields temporary sibling paths that replace `paths` on success.
+
+    Each temporary file is hidden (`.<name>.<random>.tmp`) in the directory
+    of its final path (same filesystem, so `os.replace` is atomic). When the
+    `with` body succeeds, every temporary file replaces its final path, in
+    order; when it raises, every temporary file is removed and the final
+    paths are left as they were.
+
+    Args:
+        paths: the final file paths.
+
+    Example:
+    >>> with atomic_files(["a.txt", "b.txt"]) as (tmp_a, tmp_b):  # doctest: +SKIP
+    ...     write(tmp_a); write(tmp_b)
+    """
+    paths = [os.fspath(p) for p in paths]
+    mode = _umask_mode()
+    temporaries = []
+    try:
+        for path in paths:
+            directory = os.path.dirname(os.path.abspath(path))
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp_path = tempfile.mkstemp(
+                prefix="." + os.path.basename(path) + ".",
+                suffix=_TMP_SUFFIX,
+                dir=directory,
+            )
+            os.close(fd)
+            temporaries.append(tmp_path)
+            os.chmod(tmp_path, mode)
+        yield list(temporaries)
+        for tmp_path, path in zip(temporaries, paths):
+            os.replace(tmp_path, path)
+    except BaseException:
+        for tmp_path in temporaries:
+            _remove_quietly(tmp_path)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """Yields one temporary path that replaces `path` on success.
+
+    See `atomic_files`.
+
+    Example:
+    >>> with atomic_file("plot.png") as tmp:  # doctest: +SKIP
+    ...     fig.savefig(tmp, format="png")
+    """
+    with atomic_files([path]) as (tmp_path,):
+        yield tmp_path
+
+
+def write_text_atomically(path, text):
+    """Writes `text` (UTF-8, `\\n` newlines, fsynced) to `path` atomically."""
+    with atomic_file(path) as tmp_path:
+        with open(tmp_path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False, what="Directory"):
+    """Yields a temporary directory that becomes `path` on success.
+
+    The temporary directory is a hidden sibling of `path` (same filesystem,
+    so the final `os.rename` is atomic). On any error it is removed and
+    `path` is left as it was. An existing `path` is replaced only with
+    `overwrite=True`, and only after the new content is complete: it is moved
+    aside first, so `path` is always either the old or the new directory.
+
+    Args:
+        path: the final directory.
+        overwrite: replace an existing `path`.
+        what: how the error message names `path`.
+
+    Raises:
+        FileExistsError: `path` exists and `overwrite` is False.
+
+    Example:
+    >>> with atomic_directory("out/model") as tmp_dir:  # doctest: +SKIP
+    ...     tf.saved_model.save(module, tmp_dir)
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(
+            f"{what} {path!r} already exists. Pass --overwrite "
+            "(overwrite=True) to replace it."
+        )
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    name = os.path.basename(path)
+    tmp_dir = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+    try:
+        yield tmp_dir
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    old_dir = None
+    if os.path.exists(path):
+        old_dir = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
+        os.rmdir(old_dir)
+        os.rename(path, old_dir)
+    try:
+        os.rename(tmp_dir, path)
+    except BaseException:
+        if old_dir is not None:
+            os.rename(old_dir, path)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    if old_dir is not None:
+        shutil.rmtree(old_dir, ignore_errors=True)
+
+
+def split_patterns(patterns):
+    """Comma-separated string(s) or a list of them -> stripped patterns.
+
+    Example:
+    >>> split_patterns("a.txt, b/*.gz,")
+    ['a.txt', 'b/*.gz']
+    >>> split_patterns(["a.txt", "b.txt,c.txt"])
+    ['a.txt', 'b.txt', 'c.txt']
+    """
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    items = [os.fspath(p) for p in patterns]
+    return [p.strip() for item in items for p in item.split(",") if p.strip()]
+
+
+def is_glob(pattern):
+    """Whether `pattern` holds a glob character (`*`, `?` or `[`)."""
+    return any(c in pattern for c in _GLOB_CHARS)
+
+
+def expand_pattern(pattern, what, glob_fn=glob.glob, exists_fn=os.path.exists):
+    """Expands one file or glob into a sorted list of paths.
+
+    Args:
+        pattern: a path or a glob.
+        what: names the source in errors (e.g. `"--train_files"`).
+        glob_fn: the glob function (`tf.io.gfile.glob` for remote paths).
+        exists_fn: checks a plain path; `None` passes plain paths through
+            unchecked.
+
+    Raises:
+        NoMatchingFileError: a glob matching nothing or a missing file.
+    """
+    if is_glob(pattern):
+        matches = sorted(glob_fn(pattern))
+        if not matches:
+            raise NoMatchingFileError(
+                f"{what}: pattern {pattern!r} matches no file."
+            )
+        return matches
+    if exists_fn is not None and not exists_fn(pattern):
+        raise NoMatchingFileError(f"{what}: file {pattern!r} not found.")
+    return [pattern]
+
+
+def expand_patterns(
+    patterns, what, glob_fn=glob.glob, exists_fn=os.path.exists
+):
+    """`expand_pattern` over `split_patterns(patterns)`, concatenated.
+
+    Example:
+    >>> expand_patterns("a.txt,corpus/*.gz", "--input")  # doctest: +SKIP
+    ['a.txt', 'corpus/part-0.gz', 'corpus/part-1.gz']
+    """
+    return [
+        path
+        for pattern in split_patterns(patterns)
+        for path in expand_pattern(pattern, what, glob_fn, exists_fn)
+    ]

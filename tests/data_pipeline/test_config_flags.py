@@ -1,0 +1,140 @@
+import dataclasses
+from typing import Optional
+from typing import Sequence
+
+import pytest
+from absl import flags
+
+from data_pipeline import config_flags
+from data_pipeline.config_flags import setting
+
+
+@dataclasses.dataclass
+class Inner:
+    rate: float = setting(0.5, help="A rate.")
+    mode: Optional[str] = setting(None, help="A mode.", choices=("a", "b"))
+
+
+@dataclasses.dataclass
+class Outer:
+    steps: int = setting(10, help="Steps.")
+    name: Optional[str] = setting(None, help="A name.")
+    fast: bool = setting(True, help="Go fast.")
+    seeds: Sequence[int] = setting((0, 1), help="Seeds.")
+    files: Sequence[str] = setting((), help="Files.", flag="input")
+    internal: int = setting(3, help="Library only.", flag=False)
+    inner: Inner = dataclasses.field(default_factory=Inner)
+
+
+def _parse(cls, argv):
+    values = flags.FlagValues()
+    config_flags.define_flags(cls, values)
+    values(["prog"] + argv)
+    return values
+
+
+def test_every_field_becomes_a_flag_with_its_help_and_default():
+    values = _parse(Outer, [])
+    assert values["steps"].default == 10
+    assert values["steps"].help == "Steps."
+    assert values["seeds"].default == [0, 1]
+    assert values["mode"].help.endswith("A mode.")
+    assert "internal" not in values
+    assert "files" not in values and values["input"].help == "Files."
+    # Defaults round trip to the dataclass's own defaults.
+    assert config_flags.config_from_flags(Outer, values) == Outer(
+        seeds=[0, 1], files=[]
+    )
+
+
+def test_a_new_field_becomes_a_flag_without_other_edits():
+    @dataclasses.dataclass
+    class Grown(Outer):
+        warmup: float = setting(0.25, help="The new setting.")
+
+    values = _parse(Grown, ["--warmup=0.75"])
+    assert values["warmup"].help == "The new setting."
+    assert values["warmup"].default == 0.25
+    assert config_flags.config_from_flags(Grown, values).warmup == 0.75
+
+
+def test_round_trip_of_parsed_flags():
+    values = _parse(
+        Outer,
+        [
+            "--steps=3",
+            "--name=x",
+            "--nofast",
+            "--seeds=4,5,6",
+            "--input=a.txt,b.txt",
+            "--rate=0.125",
+            "--mode=b",
+        ],
+    )
+    config = config_flags.config_from_flags(Outer, values)
+    assert config == Outer(
+        steps=3,
+        name="x",
+        fast=False,
+        seeds=[4, 5, 6],
+        files=["a.txt", "b.txt"],
+        inner=Inner(rate=0.125, mode="b"),
+    )
+    assert config_flags.config_from_flags(Outer, values, steps=9).steps == 9
+
+
+def test_bad_values_are_refused_at_parse_time_naming_the_flag():
+    with pytest.raises(flags.IllegalFlagValueError, match="seeds"):
+        _parse(Outer, ["--seeds=1,x"])
+    with pytest.raises(flags.IllegalFlagValueError, match="mode"):
+        _parse(Outer, ["--mode=c"])
+
+
+def test_missing_help_and_name_clashes_are_refused():
+    @dataclasses.dataclass
+    class NoHelp:
+        steps: int = 1
+
+    with pytest.raises(TypeError, match="NoHelp.steps has no help"):
+        config_flags.define_flags(NoHelp, flags.FlagValues())
+
+    @dataclasses.dataclass
+    class Clash:
+        rate: float = setting(1.0, help="Clashes with Inner.rate.")
+        inner: Inner = dataclasses.field(default_factory=Inner)
+
+    with pytest.raises(TypeError, match="rate"):
+        config_flags.define_flags(Clash, flags.FlagValues())
+
+
+def test_required_flags():
+    @dataclasses.dataclass
+    class Needs:
+        output: str = setting("", help="Output.", required=True)
+
+    values = flags.FlagValues()
+    config_flags.define_flags(Needs, values)
+    with pytest.raises(flags.IllegalFlagValueError, match="output"):
+        values(["prog"])
+
+
+def test_validate_errors_name_the_flag():
+    from absl import app
+
+    @dataclasses.dataclass
+    class Checked:
+        input_patterns: str = setting("x", help="Input.", flag="input")
+        input_patterns_extra: int = setting(1, help="Extra.")
+
+        def validate(self):
+            if self.input_patterns_extra < 0:
+                raise ValueError("input_patterns_extra: must be >= 0.")
+            if not self.input_patterns:
+                raise ValueError("input_patterns: must not be empty.")
+
+    values = _parse(Checked, ["--input="])
+    with pytest.raises(app.UsageError, match="^--input: must not be empty"):
+        config_flags.validated_config_from_flags(Checked, values)
+    values = _parse(Checked, ["--input_patterns_extra=-1"])
+    with pytest.raises(app.UsageError, match="^--input_patterns_extra: must"):
+        config_flags.validated_config_from_flags(Checked, values)

@@ -1,0 +1,105 @@
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from data_pipeline import fileio
+
+
+def test_hashes_match_hashlib(tmp_path):
+    data = b"tupe" * 100_000
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    expected = hashlib.sha256(data).hexdigest()
+    assert fileio.sha256_hex(data) == expected
+    assert fileio.file_sha256(str(path), chunk_size=4096) == expected
+
+
+def test_write_text_atomically_replaces_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "sub" / "out.txt"
+    fileio.write_text_atomically(str(path), "one\n")
+    fileio.write_text_atomically(str(path), "two\n")
+    assert path.read_text() == "two\n"
+    assert os.listdir(path.parent) == ["out.txt"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_atomic_files_publish_all_or_nothing(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("old a")
+    with pytest.raises(RuntimeError):
+        with fileio.atomic_files([str(a), str(b)]) as (tmp_a, tmp_b):
+            with open(tmp_a, "w") as f:
+                f.write("new a")
+            raise RuntimeError("interrupted")
+    assert sorted(os.listdir(tmp_path)) == ["a"]
+    assert a.read_text() == "old a"
+    with fileio.atomic_files([str(a), str(b)]) as (tmp_a, tmp_b):
+        assert os.path.basename(tmp_a).startswith(".a.")
+        for tmp, text in ((tmp_a, "new a"), (tmp_b, "new b")):
+            with open(tmp, "w") as f:
+                f.write(text)
+        assert a.read_text() == "old a"  # nothing published inside the body
+    assert (a.read_text(), b.read_text()) == ("new a", "new b")
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_atomic_directory_keeps_old_until_complete(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    with pytest.raises(FileExistsError, match="Preset .*--overwrite"):
+        with fileio.atomic_directory(str(target), what="Preset"):
+            pass
+    with pytest.raises(ValueError):
+        with fileio.atomic_directory(str(target), overwrite=True) as tmp:
+            (open(os.path.join(tmp, "half"), "w")).close()
+            raise ValueError("failed")
+    assert os.listdir(target) == ["old.txt"]
+    with fileio.atomic_directory(str(target), overwrite=True) as tmp:
+        (open(os.path.join(tmp, "new.txt"), "w")).close()
+    assert os.listdir(target) == ["new.txt"]
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def test_split_and_expand_patterns(tmp_path):
+    for name in ("b.txt", "a.txt", "c.gz"):
+        (tmp_path / name).write_text("x")
+    assert fileio.split_patterns(" a , ,b") == ["a", "b"]
+    assert fileio.split_patterns(["a,b", "c"]) == ["a", "b", "c"]
+    files = fileio.expand_patterns(
+        f"{tmp_path}/*.txt,{tmp_path}/c.gz", "--input"
+    )
+    assert [os.path.basename(f) for f in files] == ["a.txt", "b.txt", "c.gz"]
+
+
+def test_expand_errors_name_the_source_and_the_pattern(tmp_path):
+    with pytest.raises(ValueError, match=r"--train_files: pattern .*x\*"):
+        fileio.expand_pattern(str(tmp_path / "x*"), "--train_files")
+    with pytest.raises(FileNotFoundError, match=r"Input: file .*nope.txt"):
+        fileio.expand_pattern(str(tmp_path / "nope.txt"), "Input")
+    # exists_fn=None passes a plain path through for the caller to check.
+    missing = str(tmp_path / "nope.txt")
+    assert fileio.expand_pattern(missing, "Shard", exists_fn=None) == [missing]
+
+
+def test_importing_fileio_does_not_import_tensorflow():
+    code = (
+        "import sys, data_pipeline.fileio, data_pipeline.corpus, "
+        "data_pipeline.vocab, data_pipeline.default_data; "
+        "print('tensorflow' in sys.modules or 'keras' in sys.modules)"
+    )
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,88 @@
+import dataclasses
+import inspect
+
+import pytest
+from absl import flags
+
+from data_pipeline import config_flags
+from tupe_tf.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.backbone_options import BackboneOption
+from tupe_tf.training import config as config_lib
+
+
+def test_model_config_is_generated_from_the_option_table():
+    fields = {f.name: f for f in dataclasses.fields(config_lib.ModelConfig)}
+    dims = ["model_size", *config_lib.MODEL_SIZES["tiny"]]
+    assert list(fields) == dims + [o.name for o in BACKBONE_OPTIONS]
+    for option in BACKBONE_OPTIONS:
+        assert fields[option.name].default == option.default
+        assert fields[option.name].metadata["help"] == option.help
+        assert fields[option.name].metadata["choices"] == option.choices
+
+
+def test_backbone_kwargs_are_the_backbone_arguments():
+    import tupe_tf
+
+    kwargs = config_lib.ModelConfig(num_layers=3).backbone_kwargs(100)
+    parameters = inspect.signature(tupe_tf.TupeBackbone.__init__).parameters
+    assert set(kwargs) <= set(parameters)
+    assert kwargs["num_layers"] == 3 and kwargs["vocabulary_size"] == 100
+    assert kwargs["hidden_dim"] == config_lib.MODEL_SIZES["tiny"]["hidden_dim"]
+    for option in BACKBONE_OPTIONS:
+        assert kwargs[option.name] == option.default
+
+
+def test_a_new_table_entry_becomes_a_field_a_flag_and_a_kwarg():
+    new = BackboneOption("toy_scale", 2.0, float, "A new option.")
+    model_config = config_lib.make_model_config(BACKBONE_OPTIONS + (new,))
+    values = flags.FlagValues()
+    config_flags.define_flags(model_config, values)
+    assert values["toy_scale"].help == "A new option."
+    values(["prog", "--toy_scale=3.5"])
+    config = config_flags.config_from_flags(model_config, values)
+    assert config.backbone_kwargs(10)["toy_scale"] == 3.5
+
+
+def test_choices_are_checked_with_the_flag_name():
+    config = config_lib.ModelConfig(position_encoding="rope")
+    with pytest.raises(ValueError, match="--position_encoding='rope'"):
+        config.validate()
+    config_lib.ModelConfig(position_sharing=None).validate()
+
+
+def test_pretrain_flags_round_trip_and_keep_their_defaults():
+    values = flags.FlagValues()
+    config_flags.define_flags(config_lib.PretrainConfig, values)
+    values(["prog"])
+    config = config_flags.config_from_flags(config_lib.PretrainConfig, values)
+    # Flag defaults are the dataclass defaults (lists for sequences).
+    assert config == config_lib.PretrainConfig(train_files=[], eval_files=[])
+    assert config.model_dir == "./runs/default/model"
+    values = flags.FlagValues()
+    config_flags.define_flags(config_lib.PretrainConfig, values)
+    values(
+        [
+            "prog",
+            "--work_dir=/w",
+            "--clipnorm=0",
+            "--position_encoding=diet-abs",
+            "--strategy=mirrored",
+            "--train_files=a,b",
+        ]
+    )
+    config = config_flags.config_from_flags(config_lib.PretrainConfig, values)
+    assert config.model_dir == "/w/model"
+    assert config.optimizer.clipnorm is None  # 0 disables clipping
+    assert config.model.position_encoding == "diet-abs"
+    assert config.runtime.strategy == "mirrored"
+    assert config.train_files == ["a", "b"]
+
+
+def test_glue_flags_parse_typed_lists():
+    values = flags.FlagValues()
+    config_flags.define_flags(config_lib.GlueConfig, values)
+    values(["prog", "--learning_rates=1e-5,2e-5", "--seeds=7"])
+    config = config_flags.config_from_flags(config_lib.GlueConfig, values)
+    assert config.learning_rates == [1e-5, 2e-5]
+    assert config.seeds == [7]
+    assert config.verbose == 2
