@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 from absl import logging
 
+from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import example_encoding
 from data_pipeline import fileio
@@ -95,6 +96,12 @@ class ShardConfig:
     file_prefix: str = setting(
         "pretrain", help="Shard file name prefix.", flag=False
     )
+    runner: str = setting("", help=beam_common.RUNNER_HELP)
+    num_partitions: int = setting(
+        beam_common.DEFAULT_NUM_PARTITIONS,
+        help=beam_common.NUM_PARTITIONS_HELP,
+    )
+    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises ValueError naming the first bad field."""
@@ -137,6 +144,15 @@ class ShardConfig:
             or self.line_batch_size < 1
         ):
             bad("line_batch_size", "must be an int >= 1")
+        if not isinstance(self.num_partitions, int) or not (
+            1 <= self.num_partitions
+            and (not self.runner or self.num_partitions <= self.num_shards)
+        ):
+            bad(
+                "num_partitions",
+                "must be an int >= 1, and <= num_shards with a runner (each "
+                "partition writes its own shards)",
+            )
 
     @property
     def tf_compression(self):

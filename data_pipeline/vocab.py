@@ -6,6 +6,7 @@ import os
 import re
 from typing import Optional
 
+from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import fileio
 from data_pipeline import wordpiece_learner
@@ -161,6 +162,12 @@ class VocabConfig:
         help=wordpiece_learner.LEARNER_HELP,
         choices=wordpiece_learner.LEARNERS,
     )
+    runner: str = setting("", help=beam_common.RUNNER_HELP)
+    num_partitions: int = setting(
+        beam_common.DEFAULT_NUM_PARTITIONS,
+        help=beam_common.NUM_PARTITIONS_HELP,
+    )
+    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises `ValueError` naming the bad field."""
@@ -169,10 +176,28 @@ class VocabConfig:
             raise ValueError(
                 f"num_iterations must be >= 1, got {self.num_iterations}."
             )
+        beam_common.check_num_partitions(self.num_partitions)
+        if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
+            raise ValueError(
+                "runner: Beam pipelines learn with the 'tokenizers' learner; "
+                f"got learner={self.learner!r}."
+            )
 
     def build(self):
         """`build_vocabulary` with these settings; returns its summary."""
         self.validate()
+        if self.runner:
+            from data_pipeline import beam_vocab  # pylint: disable=g-import-not-at-top
+
+            return beam_vocab.build_vocabulary_beam(
+                self.input_patterns,
+                self.vocab_size,
+                self.output_file,
+                lowercase=self.lowercase,
+                runner=self.runner,
+                num_partitions=self.num_partitions,
+                beam_options=self.beam_options,
+            )
         return build_vocabulary(
             self.input_patterns,
             self.vocab_size,
