@@ -14,7 +14,7 @@ Quality on held-out text (WikiText-2 valid under ../shared/data when present):
 word pieces per word and the `[UNK]` rate of TF-Text's `FastBertTokenizer`
 with each learner's 8k vocabulary from the smallest corpus.
 
-Usage:
+Usage (from the checkout, with PYTHONPATH=$PWD):
   python benchmarks/vocab_learning.py [--sizes_mb=32,128] [--rounds=9]
       [--tf_text_rounds=3] [--work_dir=/tmp/tupe_bench_vocab]
 """
@@ -29,7 +29,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 HELD_OUT = os.path.join(
     os.path.dirname(ROOT), "shared", "data", "wikitext-2", "valid.txt"
