@@ -1,7 +1,7 @@
 """What the Apache Beam pipelines of `beam_vocab` and `beam_shards` share:
 pipeline options and the deterministic partitioning of documents.
 
-Documents are the blank-line-separated paragraphs groups of the input files,
+Documents are the blank-line-separated groups of lines of the input files,
 numbered in reading order (files in the given order); document `d` belongs
 to partition `d % num_partitions`. Every partition reads the input and keeps
 its own documents, so a partition's work depends only on the input and the
