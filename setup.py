@@ -37,6 +37,9 @@ setup(
         "numpy>=1.26,<2.5",
         "gensim==4.4.0",
         "matplotlib>=3.8,<4",
+        # The fast WordPiece learner (also keras-hub requirements).
+        "tokenizers>=0.22,<0.24",
+        "regex>=2024.4",
     ],
     extras_require={
         "test": [
@@ -45,6 +48,12 @@ setup(
             "tf-keras==2.21.0",
             "scipy>=1.11",
             "ruff==0.17.6",
+        ],
+        # Data preparation on Apache Beam (--runner). Kept out of the base
+        # install: it pins protobuf below 7 (6.33.6 with TF 2.21), under
+        # which TensorFlow, TF-Text, keras-hub and tensorboard still work.
+        "beam": [
+            "apache-beam>=2.77,<3",
         ],
     },
 )

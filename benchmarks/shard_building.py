@@ -16,9 +16,19 @@ tupe-tf's manifest (the same vocabulary and lowercasing for both).
 Model Garden is installed at benchmark time only:
   pip install --no-deps tf-models-official   # plus tf-keras, six, sentencepiece
 
+Scale point (`--scale_gb=1`, instead of the comparison above): a generated
+corpus of that size (perturbed Wikipedia paragraphs, see
+`benchmarks/vocab_learning.py`, not one file repeated), built by the
+single-process path (dynamic masking: wall, MB/s, peak RSS) and by the Beam
+path on 2 local worker processes (`--runner=DirectRunner --num_partitions=2
+--direct_num_workers=2 --direct_running_mode=multi_processing`, run with
+`--beam_python`, a Python that has apache-beam). The Beam run's peak RSS is
+the largest single process among the launcher and its workers, not their sum.
+
 Usage:
   python benchmarks/shard_building.py [--copies=11] [--work_dir=/tmp/tupe_bench_shards]
       [--skip_model_garden] [--skip_doubled]
+  python benchmarks/shard_building.py --scale_gb=1 [--beam_python=/work/venv-beam/bin/python]
 """
 
 import argparse
@@ -95,6 +105,17 @@ def main():
     parser.add_argument("--vocab_size", type=int, default=16000)
     parser.add_argument("--skip_model_garden", action="store_true")
     parser.add_argument("--skip_doubled", action="store_true")
+    parser.add_argument(
+        "--scale_gb",
+        type=float,
+        default=0,
+        help="run only the scale point on a generated corpus of this size",
+    )
+    parser.add_argument(
+        "--beam_python",
+        default=sys.executable,
+        help="Python with apache-beam for the scale point's Beam run",
+    )
     args = parser.parse_args()
 
     from data_pipeline import corpus as corpus_lib  # pylint: disable=g-import-not-at-top
@@ -104,7 +125,7 @@ def main():
     source = corpus_lib.embedded_corpus_path()
     vocab_file = os.path.join(args.work_dir, "vocab.txt")
     if not os.path.exists(vocab_file):
-        print("Learning the vocabulary (TF-Text) on the embedded sample ...")
+        print("Learning the vocabulary on the embedded sample ...")
         vocab_lib.build_vocabulary(
             source, args.vocab_size, vocab_file, lowercase=True
         )
@@ -113,6 +134,9 @@ def main():
         if args.skip_doubled
         else {"1x": args.copies, "2x": 2 * args.copies}
     )
+    if args.scale_gb:
+        scale_point(args, vocab_file)
+        return
     corpora = {}
     for label, copies in sizes.items():
         path = os.path.join(args.work_dir, f"corpus_{label}.txt")
@@ -295,6 +319,76 @@ def main():
     print("Commands run:")
     for r in runs:
         print("  " + " ".join(r["command"]))
+
+
+def scale_point(args, vocab_file):
+    """Single-process vs Beam (2 local workers) on a generated corpus."""
+    from benchmarks import vocab_learning  # pylint: disable=g-import-not-at-top
+
+    size_mb = int(args.scale_gb * 1024)
+    path = os.path.join(args.work_dir, f"synthetic_{size_mb}mb.txt")
+    print(
+        f"Generating {size_mb} MB of perturbed Wikipedia text ...", flush=True
+    )
+    meta = vocab_learning.generate_corpus(path, size_mb)
+    corpus_mb = os.path.getsize(path) / 1e6
+    common = [
+        os.path.join(ROOT, "scripts", "build_shards.py"),
+        f"--input={path}",
+        f"--vocab_file={vocab_file}",
+        "--max_seq_length=128",
+        "--num_shards=8",
+        "--lowercase",
+        "--overwrite",
+    ]
+    plan = {
+        "single process": [sys.executable]
+        + common
+        + [f"--output_dir={os.path.join(args.work_dir, 'scale_single')}"],
+        "Beam DirectRunner, 2 workers": [args.beam_python]
+        + common
+        + [
+            f"--output_dir={os.path.join(args.work_dir, 'scale_beam')}",
+            "--runner=DirectRunner",
+            "--num_partitions=2",
+            "--beam_options=--direct_num_workers=2 "
+            "--direct_running_mode=multi_processing",
+        ],
+    }
+    load_before = os.getloadavg()
+    rows = []
+    for name, command in plan.items():
+        print(f"running {name} ...", flush=True)
+        log_path = os.path.join(
+            args.work_dir, "scale_" + name.split()[0].lower() + ".log"
+        )
+        result = measure(command, log_path)
+        summary = _last_json(log_path)
+        rows.append((name, result, summary, command))
+        print(json.dumps({"tool": name, **result}), flush=True)
+    print(
+        f"Scale point, {datetime.date.today()}, {os.cpu_count()} cores, "
+        f"generated corpus {corpus_mb:.0f} MB "
+        f"({meta['distinct_space_separated_words']:,} distinct "
+        "space-separated words), load average before/after: "
+        f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}"
+    )
+    print("| engine | wall s | CPU s | MB/s (wall) | peak RSS MB | examples |")
+    print("|---|---|---|---|---|---|")
+    for name, r, summary, _ in rows:
+        print(
+            f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+            f"{corpus_mb / r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
+            f"{summary['examples']} |"
+        )
+    single, beam = rows[0][1], rows[1][1]
+    print(
+        f"Beam (2 local workers) / single process throughput: "
+        f"{single['wall_s'] / beam['wall_s']:.2f}x (wall)"
+    )
+    print("Commands run:")
+    for _, _, _, command in rows:
+        print("  " + " ".join(command))
 
 
 def _last_json(log_path):

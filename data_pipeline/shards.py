@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 from absl import logging
 
+from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import example_encoding
 from data_pipeline import fileio
@@ -30,6 +31,8 @@ from data_pipeline import vocab as vocab_lib
 from data_pipeline.config_flags import setting
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
+# `manifest["engine"]` of shards built by `build_shards` in one process.
+ENGINE_SINGLE_PROCESS = "single_process"
 
 
 @dataclasses.dataclass
@@ -93,6 +96,12 @@ class ShardConfig:
     file_prefix: str = setting(
         "pretrain", help="Shard file name prefix.", flag=False
     )
+    runner: str = setting("", help=beam_common.RUNNER_HELP)
+    num_partitions: int = setting(
+        beam_common.DEFAULT_NUM_PARTITIONS,
+        help=beam_common.NUM_PARTITIONS_HELP,
+    )
+    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises ValueError naming the first bad field."""
@@ -135,6 +144,15 @@ class ShardConfig:
             or self.line_batch_size < 1
         ):
             bad("line_batch_size", "must be an int >= 1")
+        if not isinstance(self.num_partitions, int) or not (
+            1 <= self.num_partitions
+            and (not self.runner or self.num_partitions <= self.num_shards)
+        ):
+            bad(
+                "num_partitions",
+                "must be an int >= 1, and <= num_shards with a runner (each "
+                "partition writes its own shards)",
+            )
 
     @property
     def tf_compression(self):
@@ -161,6 +179,7 @@ def tokenized_line_batches(
     stats,
     line_batch_size=1024,
     num_parallel_calls=None,
+    line_batches=None,
 ):
     """Tokenizes text files with TF-Text inside `tf.data`.
 
@@ -172,6 +191,8 @@ def tokenized_line_batches(
       stats: `corpus.CorpusStats` to update.
       line_batch_size: lines per tokenizer call.
       num_parallel_calls: parallel tokenizer calls (`None`: one per core).
+      line_batches: optional iterable of `(lines, kinds)` to tokenize instead
+        of reading `input_files` (e.g. one partition of the documents).
 
     Returns:
       An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
@@ -189,9 +210,12 @@ def tokenized_line_batches(
     )
 
     def generate():
-        for lines, kinds in corpus.text_line_batches(
-            input_files, stats=stats, batch_size=line_batch_size
-        ):
+        batches = line_batches
+        if batches is None:
+            batches = corpus.text_line_batches(
+                input_files, stats=stats, batch_size=line_batch_size
+            )
+        for lines, kinds in batches:
             yield np.array(lines, dtype=object), np.array(kinds, np.int8)
 
     # Plain TF ops: skipping AutoGraph's source conversion saves ~1 s start-up.
@@ -221,7 +245,7 @@ def tokenized_line_batches(
     return dataset.with_options(options).as_numpy_iterator()
 
 
-def _check_output_dir(output_dir, overwrite):
+def check_output_dir(output_dir, overwrite):
     """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
     if os.path.exists(output_dir):
         if not os.path.isdir(output_dir):
@@ -237,7 +261,7 @@ def _check_output_dir(output_dir, overwrite):
         os.makedirs(output_dir)
 
 
-def _remove_previous_outputs(output_dir, keep):
+def remove_previous_outputs(output_dir, keep):
     """Deletes an older run's manifest (first) and shards, except `keep`."""
     manifest_path = os.path.join(output_dir, manifest_lib.MANIFEST_NAME)
     if os.path.exists(manifest_path):
@@ -280,19 +304,13 @@ def build_shards(config):
     input_files = corpus.resolve_input_files(config.input_patterns)
     compression = config.tf_compression
     output_dir = os.fspath(config.output_dir)
-    _check_output_dir(output_dir, config.overwrite)
+    check_output_dir(output_dir, config.overwrite)
 
     names = shard_names(config.file_prefix, config.num_shards, compression)
     final_paths = [os.path.join(output_dir, n) for n in names]
     options = tf.io.TFRecordOptions(compression_type=compression)
     writers = []
-    counts = [0] * config.num_shards
-    special = vocabulary.special_ids
     corpus_stats = corpus.CorpusStats()
-    packer = packing.FullSentencesPacker(
-        config.max_seq_length, special.cls, special.sep
-    )
-    unk_count = 0
     start_time = time.time()
     # The temporaries replace the final shards only if the body succeeds.
     with fileio.atomic_files(final_paths) as tmp_paths:
@@ -306,27 +324,10 @@ def build_shards(config):
                 config.line_batch_size,
                 config.num_parallel_calls,
             )
-
-            def counted(batches):
-                nonlocal unk_count
-                for flat_ids, row_splits, kinds in batches:
-                    unk_count += int(np.count_nonzero(flat_ids == special.unk))
-                    yield flat_ids, row_splits, kinds
-
-            sequences = packing.pack_token_batches(
-                counted(token_batches),
-                config.max_seq_length,
-                special.cls,
-                special.sep,
-                packer=packer,
+            counts, unk_count, packer = pack_and_write(
+                token_batches, config, vocabulary, writers
             )
-            serialized = serialized_examples(sequences, config, vocabulary)
-            example_index = 0
-            for record in serialized:
-                shard = example_index % config.num_shards
-                writers[shard].write(record)
-                counts[shard] += 1
-                example_index += 1
+            example_index = sum(counts)
             for writer in writers:
                 writer.close()
             if example_index == 0:
@@ -347,7 +348,7 @@ def build_shards(config):
             # Every shard is complete: only now drop an older run's files (its
             # manifest first); leaving the `with` renames the new shards, then
             # the manifest is written.
-            _remove_previous_outputs(
+            remove_previous_outputs(
                 output_dir, keep={os.path.basename(p) for p in tmp_paths}
             )
         except BaseException:
@@ -359,13 +360,103 @@ def build_shards(config):
             raise
     elapsed = time.time() - start_time
 
+    manifest = shard_manifest(
+        config,
+        vocabulary,
+        input_files,
+        shard_entries,
+        corpus_stats,
+        packer.stats,
+        unk_count,
+        engine=ENGINE_SINGLE_PROCESS,
+        num_partitions=1,
+    )
+    manifest_lib.write_manifest(output_dir, manifest)
+    logging.info(
+        "Wrote %d examples in %d shards to %s in %.1f s.",
+        sum(counts),
+        config.num_shards,
+        output_dir,
+        elapsed,
+    )
+    return manifest
+
+
+def pack_and_write(token_batches, config, vocabulary, writers):
+    """Packs tokenized lines and writes their examples round-robin.
+
+    Args:
+      token_batches: see `tokenized_line_batches`.
+      config: a `ShardConfig`.
+      vocabulary: a `vocab.Vocabulary`.
+      writers: open `tf.io.TFRecordWriter`s; example `i` goes to
+        `writers[i % len(writers)]`.
+
+    Returns:
+      `(counts, unk_count, packer)`: examples per writer, `[UNK]` tokens seen
+      and the `packing.FullSentencesPacker` (its `stats`).
+    """
+    special = vocabulary.special_ids
+    packer = packing.FullSentencesPacker(
+        config.max_seq_length, special.cls, special.sep
+    )
+    counts = [0] * len(writers)
+    unk_count = 0
+
+    def counted(batches):
+        nonlocal unk_count
+        for flat_ids, row_splits, kinds in batches:
+            unk_count += int(np.count_nonzero(flat_ids == special.unk))
+            yield flat_ids, row_splits, kinds
+
+    sequences = packing.pack_token_batches(
+        counted(token_batches),
+        config.max_seq_length,
+        special.cls,
+        special.sep,
+        packer=packer,
+    )
+    num_writers = len(writers)
+    example_index = 0
+    for record in serialized_examples(sequences, config, vocabulary):
+        shard = example_index % num_writers
+        writers[shard].write(record)
+        counts[shard] += 1
+        example_index += 1
+    return counts, unk_count, packer
+
+
+def shard_manifest(
+    config,
+    vocabulary,
+    input_files,
+    shard_entries,
+    corpus_stats,
+    packing_stats,
+    unk_count,
+    engine,
+    num_partitions,
+):
+    """The manifest dict of a finished build (logs its warnings too).
+
+    Args:
+      config: the `ShardConfig`.
+      vocabulary: the `vocab.Vocabulary`.
+      input_files: the resolved input files.
+      shard_entries: `{"name", "examples", "bytes", "sha256"}` per shard.
+      corpus_stats: `corpus.CorpusStats` of the input.
+      packing_stats: `packing.PackingStats` (summed over partitions).
+      unk_count: `[UNK]` tokens in the text.
+      engine: `ENGINE_SINGLE_PROCESS` or `"beam:<runner>"`.
+      num_partitions: how many partitions were packed separately.
+    """
     if corpus_stats.invalid_utf8_lines:
         logging.warning(
             "%d line(s) had bytes that are not UTF-8; they were replaced with "
             "U+FFFD.",
             corpus_stats.invalid_utf8_lines,
         )
-    text_tokens = packer.stats.text_tokens
+    text_tokens = packing_stats.text_tokens
     unk_rate = unk_count / text_tokens if text_tokens else 0.0
     if unk_rate > 0.05:
         logging.warning(
@@ -382,7 +473,7 @@ def build_shards(config):
             "file": os.path.basename(vocabulary.path),
             "sha256": vocabulary.sha256,
             "size": vocabulary.size,
-            "special_token_ids": dataclasses.asdict(special),
+            "special_token_ids": dataclasses.asdict(vocabulary.special_ids),
         },
         "lowercase": bool(config.lowercase),
         "tokenizer": "tensorflow_text.FastBertTokenizer",
@@ -407,35 +498,29 @@ def build_shards(config):
             if config.static_masking
             else None
         ),
-        "compression": compression,
+        "compression": config.tf_compression,
         "seed": config.seed,
-        "num_examples": sum(counts),
+        "num_examples": sum(s["examples"] for s in shard_entries),
+        "engine": engine,
+        "num_partitions": num_partitions,
         "shards": shard_entries,
         "sources": [
             {"path": p, "bytes": os.path.getsize(p)} for p in input_files
         ],
         "stats": {
             "corpus": dataclasses.asdict(corpus_stats),
-            "sequences": packer.stats.sequences,
-            "tokens": packer.stats.tokens,
+            "sequences": packing_stats.sequences,
+            "tokens": packing_stats.tokens,
             "text_tokens": text_tokens,
             "unk_tokens": unk_count,
-            "documents": packer.stats.documents,
-            "sentences": packer.stats.sentences,
-            "split_sentences": packer.stats.split_sentences,
+            "documents": packing_stats.documents,
+            "sentences": packing_stats.sentences,
+            "split_sentences": packing_stats.split_sentences,
             "fill_ratio": round(
-                packer.stats.fill_ratio(config.max_seq_length), 6
+                packing_stats.fill_ratio(config.max_seq_length), 6
             ),
         },
     }
-    manifest_lib.write_manifest(output_dir, manifest)
-    logging.info(
-        "Wrote %d examples in %d shards to %s in %.1f s.",
-        sum(counts),
-        config.num_shards,
-        output_dir,
-        elapsed,
-    )
     return manifest
 
 

@@ -1,12 +1,15 @@
-"""WordPiece vocabulary: learning (TF-Text), loading, special tokens."""
+"""WordPiece vocabulary: learning (`wordpiece_learner` or TF-Text), loading,
+special tokens."""
 
 import dataclasses
 import os
 import re
 from typing import Optional
 
+from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import fileio
+from data_pipeline import wordpiece_learner
 from data_pipeline.config_flags import setting
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -150,8 +153,21 @@ class VocabConfig:
     )
     lowercase: bool = setting(False, help="Lowercase and strip accents.")
     num_iterations: int = setting(
-        4, help="WordPiece learning iterations (TF-Text `learn`)."
+        4,
+        help="--learner=tf_text only: WordPiece learning iterations "
+        "(TF-Text `learn`).",
     )
+    learner: str = setting(
+        wordpiece_learner.DEFAULT_LEARNER,
+        help=wordpiece_learner.LEARNER_HELP,
+        choices=wordpiece_learner.LEARNERS,
+    )
+    runner: str = setting("", help=beam_common.RUNNER_HELP)
+    num_partitions: int = setting(
+        beam_common.DEFAULT_NUM_PARTITIONS,
+        help=beam_common.NUM_PARTITIONS_HELP,
+    )
+    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises `ValueError` naming the bad field."""
@@ -160,16 +176,35 @@ class VocabConfig:
             raise ValueError(
                 f"num_iterations must be >= 1, got {self.num_iterations}."
             )
+        beam_common.check_num_partitions(self.num_partitions)
+        if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
+            raise ValueError(
+                "runner: Beam pipelines learn with the 'tokenizers' learner; "
+                f"got learner={self.learner!r}."
+            )
 
     def build(self):
         """`build_vocabulary` with these settings; returns its summary."""
         self.validate()
+        if self.runner:
+            from data_pipeline import beam_vocab  # pylint: disable=g-import-not-at-top
+
+            return beam_vocab.build_vocabulary_beam(
+                self.input_patterns,
+                self.vocab_size,
+                self.output_file,
+                lowercase=self.lowercase,
+                runner=self.runner,
+                num_partitions=self.num_partitions,
+                beam_options=self.beam_options,
+            )
         return build_vocabulary(
             self.input_patterns,
             self.vocab_size,
             self.output_file,
             lowercase=self.lowercase,
             learn_params={"num_iterations": self.num_iterations},
+            learner=self.learner,
         )
 
 
@@ -181,15 +216,19 @@ def build_vocabulary(
     reserved_tokens=RESERVED_TOKENS,
     learn_params=None,
     line_batch_size=1024,
+    learner=None,
 ):
-    """Learns a WordPiece vocabulary with TF-Text and writes it atomically.
+    """Learns a WordPiece vocabulary and writes it atomically.
 
-    The text is streamed through `tf.data` (sanitized to UTF-8, see
-    `corpus.text_line_batches`) into
-    `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`, which
-    splits words with BERT's basic tokenizer, counts them and learns the
-    WordPiece vocabulary. Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1,
-    `[CLS]`=2, `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
+    The text is streamed (sanitized to UTF-8, see `corpus.text_line_batches`)
+    into one of two learners, both splitting words like BERT's basic
+    tokenizer:
+    - `"tokenizers"` (default): `wordpiece_learner` counts the words and
+      learns on the counts with the `tokenizers` library's Rust trainer.
+    - `"tf_text"`: through `tf.data` into
+      `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`.
+    Reserved tokens come first, so `[PAD]`=0, `[UNK]`=1, `[CLS]`=2,
+    `[SEP]`=3, `[MASK]`=4 with the default `reserved_tokens`.
 
     Args:
       input_patterns: comma-separated string or list of files/globs of text
@@ -199,33 +238,94 @@ def build_vocabulary(
       output_file: where to write the vocabulary, one token per line.
       lowercase: lowercase and strip accents before learning.
       reserved_tokens: tokens placed first in the vocabulary.
-      learn_params: extra keyword arguments for TF-Text's
+      learn_params: `tf_text` only: extra keyword arguments for TF-Text's
         `wordpiece_tokenizer_learner_lib.learn`.
       line_batch_size: lines per tokenization batch.
+      learner: one of `wordpiece_learner.LEARNERS`; `None` for
+        `wordpiece_learner.DEFAULT_LEARNER`.
 
     Returns:
-      A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`
-      and `corpus_stats`.
+      A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`,
+      `learner` and `corpus_stats`.
 
     Raises:
-      ValueError: on a bad `vocab_size`, missing reserved tokens or an empty
-        corpus. FileNotFoundError: if an input file is missing.
+      ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens
+        or an empty corpus. FileNotFoundError: if an input file is missing.
 
     Example:
     >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
     """
-    # Heavy imports stay local so that `import data_pipeline` is cheap.
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from tensorflow_text.tools.wordpiece_vocab import (
-        bert_vocab_from_dataset as bvd,
-    )  # pylint: disable=g-import-not-at-top
-
+    learner = learner or wordpiece_learner.DEFAULT_LEARNER
+    if learner not in wordpiece_learner.LEARNERS:
+        raise ValueError(
+            f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
+            f"got {learner!r}."
+        )
     check_vocab_size(vocab_size, reserved_tokens)
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
     input_files = corpus.resolve_input_files(input_patterns)
     stats = corpus.CorpusStats()
+    if learner == wordpiece_learner.LEARNER_TOKENIZERS:
+        vocab = wordpiece_learner.learn_from_files(
+            input_files,
+            vocab_size,
+            lowercase,
+            reserved_tokens,
+            stats=stats,
+            line_batch_size=line_batch_size,
+        )
+    else:
+        vocab = _learn_with_tf_text(
+            input_files,
+            vocab_size,
+            lowercase,
+            reserved_tokens,
+            stats,
+            learn_params,
+            line_batch_size,
+        )
+    if (
+        stats.nonblank_lines == 0
+        or not vocab
+        or len(vocab) <= len(reserved_tokens)
+    ):
+        raise ValueError(
+            "Empty corpus: no text found in input file(s) "
+            f"{', '.join(input_files)}."
+        )
+    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
+        raise AssertionError(
+            "The learner did not put the reserved tokens first."
+        )
+    fileio.write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
+    return {
+        "vocab_size": len(vocab),
+        "output_file": os.fspath(output_file),
+        "sha256": fileio.file_sha256(output_file),
+        "input_files": list(input_files),
+        "lowercase": bool(lowercase),
+        "learner": learner,
+        "corpus_stats": dataclasses.asdict(stats),
+    }
+
+
+def _learn_with_tf_text(
+    input_files,
+    vocab_size,
+    lowercase,
+    reserved_tokens,
+    stats,
+    learn_params,
+    line_batch_size,
+):
+    """TF-Text's `bert_vocab_from_dataset`; `None` when there are no words."""
+    # Heavy imports stay local so that `import data_pipeline` is cheap.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from tensorflow_text.tools.wordpiece_vocab import (
+        bert_vocab_from_dataset as bvd,
+    )  # pylint: disable=g-import-not-at-top
 
     def batches():
         for lines, _ in corpus.text_line_batches(
@@ -249,24 +349,5 @@ def build_vocabulary(
             learn_params=dict(learn_params or {}),
         )
     except StopIteration:
-        vocab = None  # count_words() raises StopIteration on no words at all.
-    if (
-        stats.nonblank_lines == 0
-        or not vocab
-        or len(vocab) <= len(reserved_tokens)
-    ):
-        raise ValueError(
-            "Empty corpus: no text found in input file(s) "
-            f"{', '.join(input_files)}."
-        )
-    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
-        raise AssertionError("TF-Text did not put the reserved tokens first.")
-    fileio.write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
-    return {
-        "vocab_size": len(vocab),
-        "output_file": os.fspath(output_file),
-        "sha256": fileio.file_sha256(output_file),
-        "input_files": list(input_files),
-        "lowercase": bool(lowercase),
-        "corpus_stats": dataclasses.asdict(stats),
-    }
+        return None  # count_words() raises StopIteration on no words at all.
+    return vocab

@@ -8,6 +8,10 @@ Example:
 Static (Model Garden schema) shards:
   ... --static_masking --dupe_factor=5 --max_predictions_per_seq=20
 
+On Apache Beam (pip install 'tupe-tf[beam]'), locally on two processes:
+  ... --runner=DirectRunner --num_partitions=4 \
+      --beam_options='--direct_num_workers=2 --direct_running_mode=multi_processing'
+
 Without --input, the embedded gensim Wikipedia sample is used.
 """
 
@@ -37,13 +41,25 @@ def main(argv):
     # Timed from here: the shard building itself, without TensorFlow's import.
     start = time.time()
     try:
-        manifest = shards_lib.build_shards(config)
-    except (FileNotFoundError, FileExistsError, ValueError) as e:
+        if config.runner:
+            from data_pipeline import beam_shards  # pylint: disable=g-import-not-at-top
+
+            manifest = beam_shards.build_shards_beam(
+                config,
+                runner=config.runner,
+                num_partitions=config.num_partitions,
+                beam_options=config.beam_options,
+            )
+        else:
+            manifest = shards_lib.build_shards(config)
+    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as e:
         sys.exit(f"build_shards: error: {e}")
     seconds = time.time() - start
     stats = manifest["stats"]
     summary = {
         "output_dir": config.output_dir,
+        "engine": manifest["engine"],
+        "num_partitions": manifest["num_partitions"],
         "examples": manifest["num_examples"],
         "shards": len(manifest["shards"]),
         "fill_ratio": stats["fill_ratio"],

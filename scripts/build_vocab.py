@@ -1,8 +1,12 @@
-r"""Learns a WordPiece vocabulary from text with TF-Text.
+r"""Learns a WordPiece vocabulary from text.
 
 Example:
   python scripts/build_vocab.py --input='corpus/*.txt' --vocab_size=30522 \
       --output=vocab.txt --lowercase
+
+The default learner is the `tokenizers` library's (fast); TF-Text's is
+behind --learner=tf_text. On Apache Beam (pip install 'tupe-tf[beam]'):
+  ... --runner=DirectRunner --num_partitions=4
 
 Without --input, the embedded gensim English Wikipedia sample is used.
 """
@@ -26,7 +30,7 @@ def main(argv):
     start = time.time()
     try:
         result = config.build()
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, ImportError) as e:
         sys.exit(f"build_vocab: error: {e}")
     result["seconds"] = round(time.time() - start, 2)
     print(json.dumps(result, indent=2))

@@ -1,0 +1,116 @@
+"""What the Apache Beam pipelines of `beam_vocab` and `beam_shards` share:
+pipeline options and the deterministic partitioning of documents.
+
+Documents are the blank-line-separated groups of lines of the input files,
+numbered in reading order (files in the given order); document `d` belongs
+to partition `d % num_partitions`. Every partition reads the input and keeps
+its own documents, so a partition's work depends only on the input and the
+partition count, never on the runner or worker timing. Reading is the cheap
+part (tokenizing and packing dominate); each worker reads every file.
+
+Apache Beam is optional (`pip install tupe-tf[beam]`); it is imported only
+when a pipeline runs.
+"""
+
+import shlex
+
+from data_pipeline import corpus
+
+BEAM_MISSING = (
+    "Apache Beam is not installed: pip install 'tupe-tf[beam]' "
+    "(or apache-beam) to use --runner."
+)
+RUNNER_HELP = (
+    "Apache Beam runner (DirectRunner, DataflowRunner, FlinkRunner, "
+    "SparkRunner, ...); empty: the single-process path (the default)."
+)
+BEAM_OPTIONS_HELP = (
+    "Further Beam pipeline options, as one shell-quoted string, e.g. "
+    "'--direct_num_workers=2 --direct_running_mode=multi_processing' or "
+    "'--project=P --region=R --temp_location=gs://B/tmp'."
+)
+NUM_PARTITIONS_HELP = (
+    "With --runner: documents are split into this many partitions "
+    "(document d goes to partition d % num_partitions), each packed on its "
+    "own."
+)
+DEFAULT_NUM_PARTITIONS = 2
+
+
+def import_beam():
+    """`apache_beam`, or an ImportError saying how to install it."""
+    try:
+        import apache_beam  # pylint: disable=g-import-not-at-top
+    except ImportError as e:
+        raise ImportError(BEAM_MISSING) from e
+    return apache_beam
+
+
+def pipeline_options(runner, beam_options=None):
+    """`PipelineOptions` for `runner` plus a shell-quoted option string.
+
+    Args:
+      runner: a Beam runner name, e.g. `"DirectRunner"`.
+      beam_options: `None`, a string (split like a shell command line) or a
+        list of `--flag=value` strings.
+
+    Example:
+    >>> pipeline_options("DirectRunner", "--direct_num_workers=2")  # doctest: +SKIP
+    """
+    import_beam()
+    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+
+    if isinstance(beam_options, str):
+        beam_options = shlex.split(beam_options)
+    return PipelineOptions(list(beam_options or []) + [f"--runner={runner}"])
+
+
+def check_num_partitions(num_partitions):
+    if not isinstance(num_partitions, int) or num_partitions < 1:
+        raise ValueError(
+            f"num_partitions must be an int >= 1, got {num_partitions!r}."
+        )
+
+
+def partition_line_batches(
+    input_files,
+    partition,
+    num_partitions,
+    stats=None,
+    batch_size=1024,
+):
+    """`corpus.text_line_batches` restricted to one partition's documents.
+
+    A blank line ends a document and stays with it (it is the document
+    boundary the packer needs).
+
+    Args:
+      input_files: list of paths.
+      partition: which partition, in `[0, num_partitions)`.
+      num_partitions: the number of partitions.
+      stats: optional `corpus.CorpusStats`, updated for the whole input.
+      batch_size: lines per batch.
+
+    Yields:
+      `(lines, kinds)` like `corpus.text_line_batches`.
+    """
+    batches = corpus.text_line_batches(
+        input_files, stats=stats, batch_size=batch_size
+    )
+    if num_partitions == 1:
+        yield from batches
+        return
+    document = 0
+    out_lines, out_kinds = [], []
+    for lines, kinds in batches:
+        for line, kind in zip(lines, kinds):
+            if document % num_partitions == partition:
+                out_lines.append(line)
+                out_kinds.append(kind)
+            if not line and kind == corpus.NEW_LINE:
+                document += 1
+        if len(out_lines) >= batch_size:
+            yield out_lines, out_kinds
+            out_lines, out_kinds = [], []
+    if out_lines:
+        yield out_lines, out_kinds

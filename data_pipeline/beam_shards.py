@@ -1,0 +1,231 @@
+"""Pre-training shards on Apache Beam.
+
+Pipeline: one element per partition (see `beam_common`: document `d` goes
+to partition `d % P`) -> each partition tokenizes (TF-Text
+`FastBertTokenizer`), FULL-SENTENCES packs and serializes its own documents
+with the single-process code (`shards.tokenized_line_batches`,
+`shards.pack_and_write`) and writes its examples round-robin into the shards
+it owns (shard `j` belongs to partition `j % P`).
+
+Same output, whichever engine: with `P = 1` the shards are byte-identical to
+`shards.build_shards`'s. With `P > 1` each partition is packed on its own, so
+the examples are those of `build_shards` run on each partition's documents
+(the union, as a multiset); the manifest records `engine` and
+`num_partitions`. Static masking seeds partition `p` with `seed + p * 2**32`
+(partition 0 keeps `seed`).
+
+Faults: shards are written under temporary names in `output_dir`; only after
+the whole pipeline succeeded does the launching process check them, remove
+an older run's manifest and shards, rename the new ones and write
+`manifest.json` last. A failed run leaves no manifest and no final-named
+shard of its own; rerunning completes. The output directory must be on a
+filesystem that the workers and the launcher share (local runs, NFS).
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+
+from data_pipeline import beam_common
+from data_pipeline import corpus
+from data_pipeline import fileio
+from data_pipeline import manifest as manifest_lib
+from data_pipeline import packing
+from data_pipeline import shards
+from data_pipeline import vocab as vocab_lib
+
+_SEED_STRIDE = 1 << 32
+
+
+def partition_seed(seed, partition):
+    """The static-masking seed of a partition (partition 0 keeps `seed`)."""
+    return seed + partition * _SEED_STRIDE
+
+
+def owned_shards(partition, num_partitions, num_shards):
+    """Indices of the shards partition `partition` writes."""
+    return list(range(partition, num_shards, num_partitions))
+
+
+def _build_partition(
+    partition,
+    num_partitions,
+    config,
+    input_files,
+    tmp_paths,
+    result_dir,
+    partition_hook,
+):
+    """Tokenizes, packs and writes one partition; writes its result JSON."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+    stats = corpus.CorpusStats()
+    batches = beam_common.partition_line_batches(
+        input_files, partition, num_partitions, stats, config.line_batch_size
+    )
+    token_batches = shards.tokenized_line_batches(
+        input_files,
+        vocabulary,
+        config.lowercase,
+        stats,
+        config.line_batch_size,
+        config.num_parallel_calls,
+        line_batches=batches,
+    )
+    partition_config = dataclasses.replace(
+        config, seed=partition_seed(config.seed, partition)
+    )
+    owned = owned_shards(partition, num_partitions, config.num_shards)
+    options = tf.io.TFRecordOptions(compression_type=config.tf_compression)
+    writers = [tf.io.TFRecordWriter(tmp_paths[j], options) for j in owned]
+    try:
+        counts, unk_count, packer = shards.pack_and_write(
+            token_batches, partition_config, vocabulary, writers
+        )
+    finally:
+        for writer in writers:
+            writer.close()
+    if partition_hook is not None:
+        partition_hook(partition)
+    result = {
+        "shard_examples": dict(zip(owned, counts)),
+        "unk_tokens": unk_count,
+        "packing": dataclasses.asdict(packer.stats),
+        "corpus": dataclasses.asdict(stats),
+    }
+    fileio.write_text_atomically(
+        os.path.join(result_dir, f"partition-{partition:05d}.json"),
+        json.dumps(result),
+    )
+
+
+def build_shards_beam(
+    config,
+    runner="DirectRunner",
+    num_partitions=beam_common.DEFAULT_NUM_PARTITIONS,
+    beam_options=None,
+    partition_hook=None,
+):
+    """Builds the shards of `config` with an Apache Beam pipeline.
+
+    Args:
+      config: a `shards.ShardConfig`.
+      runner: Beam runner name.
+      num_partitions: document partitions packed separately, at most
+        `config.num_shards`.
+      beam_options: more pipeline options (see `beam_common.pipeline_options`).
+      partition_hook: optional picklable callable run with the partition
+        index after a partition wrote its shards (tests inject faults here).
+
+    Returns:
+      The manifest dict (also written to `output_dir/manifest.json`).
+
+    Raises:
+      ValueError: bad config, `num_partitions` or vocabulary; empty corpus.
+      FileNotFoundError: a missing input or vocabulary file.
+      FileExistsError: `output_dir` not empty and `overwrite` not set.
+      ImportError: Apache Beam is not installed.
+
+    Example:
+    >>> build_shards_beam(shards.ShardConfig(input_patterns="wiki/*.txt",
+    ...     vocab_file="vocab.txt", output_dir="shards", num_shards=16),
+    ...     runner="DirectRunner", num_partitions=4)  # doctest: +SKIP
+    """
+    beam = beam_common.import_beam()
+    config.validate()
+    beam_common.check_num_partitions(num_partitions)
+    if num_partitions > config.num_shards:
+        raise ValueError(
+            f"num_partitions ({num_partitions}) must be <= num_shards "
+            f"({config.num_shards}): each partition writes its own shards."
+        )
+    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+    input_files = corpus.resolve_input_files(config.input_patterns)
+    options = beam_common.pipeline_options(runner, beam_options)
+    output_dir = os.fspath(config.output_dir)
+    shards.check_output_dir(output_dir, config.overwrite)
+    names = shards.shard_names(
+        config.file_prefix, config.num_shards, config.tf_compression
+    )
+    final_paths = [os.path.join(output_dir, n) for n in names]
+    result_dir = tempfile.mkdtemp(prefix=".beam-shards-", dir=output_dir)
+    try:
+        with fileio.atomic_files(final_paths) as tmp_paths:
+            with beam.Pipeline(options=options) as pipeline:
+                _ = (
+                    pipeline
+                    | "Partitions" >> beam.Create(list(range(num_partitions)))
+                    | "Spread" >> beam.Reshuffle()
+                    | "BuildPartition"
+                    >> beam.Map(
+                        _build_partition,
+                        num_partitions,
+                        config,
+                        input_files,
+                        tmp_paths,
+                        result_dir,
+                        partition_hook,
+                    )
+                )
+            results = []
+            for partition in range(num_partitions):
+                path = os.path.join(
+                    result_dir, f"partition-{partition:05d}.json"
+                )
+                if not os.path.exists(path):
+                    raise RuntimeError(
+                        f"Partition {partition} of {num_partitions} reported "
+                        "no result; nothing was published."
+                    )
+                with open(path) as f:
+                    results.append(json.load(f))
+            counts = [0] * config.num_shards
+            packing_stats = packing.PackingStats()
+            unk_count = 0
+            for result in results:
+                for shard, count in result["shard_examples"].items():
+                    counts[int(shard)] = count
+                unk_count += result["unk_tokens"]
+                for field, value in result["packing"].items():
+                    setattr(
+                        packing_stats,
+                        field,
+                        getattr(packing_stats, field) + value,
+                    )
+            if sum(counts) == 0:
+                raise ValueError(
+                    "Empty corpus: no tokens in input file(s) "
+                    f"{', '.join(input_files)}."
+                )
+            shard_entries = [
+                {
+                    "name": name,
+                    "examples": count,
+                    "bytes": os.path.getsize(tmp_path),
+                    "sha256": fileio.file_sha256(tmp_path),
+                }
+                for name, tmp_path, count in zip(names, tmp_paths, counts)
+            ]
+            # Every shard is complete: drop an older run's manifest and shards
+            # now; leaving the `with` renames the new shards.
+            shards.remove_previous_outputs(
+                output_dir, keep={os.path.basename(p) for p in tmp_paths}
+            )
+    finally:
+        shutil.rmtree(result_dir, ignore_errors=True)
+    manifest = shards.shard_manifest(
+        config,
+        vocabulary,
+        input_files,
+        shard_entries,
+        corpus.CorpusStats(**results[0]["corpus"]),
+        packing_stats,
+        unk_count,
+        engine=f"beam:{runner}",
+        num_partitions=num_partitions,
+    )
+    manifest_lib.write_manifest(output_dir, manifest)
+    return manifest

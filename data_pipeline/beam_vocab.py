@@ -1,0 +1,148 @@
+"""WordPiece vocabulary learning on Apache Beam.
+
+Pipeline: partitions (see `beam_common`) -> words counted per partition
+(`wordpiece_learner.count_words`) -> `CombinePerKey(sum)` (the distributed
+word count) -> all counts to one worker -> `learn_from_word_counts` ->
+the vocabulary, written to a temporary file that the launching process
+renames to `output_file` only after the pipeline succeeded. The learning
+step is the single-process one on the same counts, so the vocabulary is the
+same as `vocab.build_vocabulary(..., learner="tokenizers")`'s.
+
+The output and the temporary files must be on a filesystem that the workers
+and the launching process share (local runs, NFS); object stores (gs://)
+are not supported yet.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+from data_pipeline import beam_common
+from data_pipeline import corpus
+from data_pipeline import fileio
+from data_pipeline import vocab as vocab_lib
+from data_pipeline import wordpiece_learner
+
+
+def _count_partition(
+    partition, num_partitions, input_files, lowercase, batch_size, stats_dir
+):
+    """Word counts of one partition's documents; writes its corpus stats."""
+    stats = corpus.CorpusStats()
+    counts = wordpiece_learner.count_words(
+        (
+            b"\n".join(lines).decode("utf-8")
+            for lines, _ in beam_common.partition_line_batches(
+                input_files, partition, num_partitions, stats, batch_size
+            )
+        ),
+        lowercase,
+    )
+    if partition == 0:  # Every partition reads the whole input.
+        fileio.write_text_atomically(
+            os.path.join(stats_dir, "corpus_stats.json"),
+            json.dumps(stats.__dict__),
+        )
+    return list(counts.items())
+
+
+def _learn(word_counts, vocab_size, reserved_tokens, output_path):
+    if not word_counts:
+        return  # Empty corpus: the launcher reports it.
+    tokens = wordpiece_learner.learn_from_word_counts(
+        word_counts, vocab_size, reserved_tokens
+    )
+    fileio.write_text_atomically(output_path, "".join(t + "\n" for t in tokens))
+
+
+def build_vocabulary_beam(
+    input_patterns,
+    vocab_size,
+    output_file,
+    lowercase=False,
+    runner="DirectRunner",
+    num_partitions=beam_common.DEFAULT_NUM_PARTITIONS,
+    beam_options=None,
+    reserved_tokens=vocab_lib.RESERVED_TOKENS,
+    line_batch_size=1024,
+):
+    """Learns the `tokenizers`-learner vocabulary with an Apache Beam pipeline.
+
+    Args:
+      input_patterns: as in `vocab.build_vocabulary`.
+      vocab_size: upper bound of the vocabulary size.
+      output_file: the vocabulary file to write (atomically).
+      lowercase: case-fold and strip accents.
+      runner: Beam runner name.
+      num_partitions: document partitions counted in parallel.
+      beam_options: more pipeline options (see `beam_common.pipeline_options`).
+      reserved_tokens: tokens placed first.
+      line_batch_size: lines normalised at once.
+
+    Returns:
+      The summary dict of `vocab.build_vocabulary`, plus `engine` and
+      `num_partitions`.
+
+    Raises:
+      ValueError: bad `vocab_size`/`num_partitions`, empty corpus.
+      FileNotFoundError: a missing input file.
+      ImportError: Apache Beam is not installed.
+
+    Example:
+    >>> build_vocabulary_beam("corpus/*.txt", 30522, "vocab.txt",
+    ...     lowercase=True, runner="DirectRunner")  # doctest: +SKIP
+    """
+    beam = beam_common.import_beam()
+    vocab_lib.check_vocab_size(vocab_size, reserved_tokens)
+    beam_common.check_num_partitions(num_partitions)
+    input_files = corpus.resolve_input_files(input_patterns)
+    options = beam_common.pipeline_options(runner, beam_options)
+    output_file = os.fspath(output_file)
+    out_dir = os.path.dirname(os.path.abspath(output_file))
+    os.makedirs(out_dir, exist_ok=True)
+    work_dir = tempfile.mkdtemp(prefix=".beam-vocab-", dir=out_dir)
+    learned = os.path.join(work_dir, "vocab.txt")
+    try:
+        with beam.Pipeline(options=options) as pipeline:
+            _ = (
+                pipeline
+                | "Partitions" >> beam.Create(list(range(num_partitions)))
+                | "Spread" >> beam.Reshuffle()
+                | "CountWords"
+                >> beam.FlatMap(
+                    _count_partition,
+                    num_partitions,
+                    input_files,
+                    bool(lowercase),
+                    line_batch_size,
+                    work_dir,
+                )
+                | "SumCounts" >> beam.CombinePerKey(sum)
+                | "AllCounts" >> beam.combiners.ToList()
+                | "Learn"
+                >> beam.Map(_learn, vocab_size, tuple(reserved_tokens), learned)
+            )
+        if not os.path.exists(learned):
+            raise ValueError(
+                "Empty corpus: no text found in input file(s) "
+                f"{', '.join(input_files)}."
+            )
+        with open(os.path.join(work_dir, "corpus_stats.json")) as f:
+            stats = json.load(f)
+        os.replace(learned, output_file)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    with open(output_file, encoding="utf-8") as f:
+        size = len(f.read().splitlines())
+    return {
+        "vocab_size": size,
+        "output_file": output_file,
+        "sha256": fileio.file_sha256(output_file),
+        "input_files": list(input_files),
+        "lowercase": bool(lowercase),
+        "learner": wordpiece_learner.LEARNER_TOKENIZERS,
+        "engine": f"beam:{runner}",
+        "num_partitions": num_partitions,
+        "corpus_stats": stats,
+    }
