@@ -54,7 +54,15 @@ def untied_correlation(
     return np.einsum("ahd,bhd->hab", q, k) * scale
 
 
-def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
+def tupe_bias(
+    weights,
+    n,
+    num_heads,
+    untie_cls,
+    relative_table=None,
+    num_buckets=32,
+    max_distance=128,
+):
     """TUPE bias `(H, n, n)`: Eq. 9 reset on `v (+ b)`, table of N+1 rows."""
     hidden = weights["table"].shape[1]
     d = hidden // num_heads
@@ -74,7 +82,8 @@ def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
     if relative_table is not None:
         for i in range(n):
             for j in range(n):
-                v[:, i, j] += relative_table[t5_bucket(j - i), :]
+                bucket = t5_bucket(j - i, num_buckets, max_distance)
+                v[:, i, j] += relative_table[bucket, :]
     if untie_cls:
         theta1, theta2 = full[:, 0, 0], full[:, 1, 1]
         v[:, 1:, 0] = theta2[:, None]
@@ -94,3 +103,33 @@ def attention_probabilities(
     logits = scale * np.einsum("bqhk,bshk->bhqs", q, k) + bias
     logits = np.where(key_mask[:, None, None, :].astype(bool), logits, -np.inf)
     return softmax(logits)
+
+
+def diet_absolute_bias(query_positions, key_positions, n):
+    """DIET-ABS `(units, H', n, n)` from tables `(units, H', N, rank)`."""
+    q, k = query_positions[:, :, :n], key_positions[:, :, :n]
+    return np.einsum("uhir,uhjr->uhij", q, k)
+
+
+def diet_relative_bias(table, n):
+    """DIET-REL `(units, H', n, n)`: `R[clip(j - i, -(N-1), N-1)]` from
+    tables `(units, H', 2N - 1)` (entry `N - 1` is `j - i = 0`)."""
+    longest = (table.shape[-1] + 1) // 2
+    out = np.zeros(table.shape[:2] + (n, n))
+    for i in range(n):
+        for j in range(n):
+            offset = min(max(j - i, -(longest - 1)), longest - 1)
+            out[:, :, i, j] = table[:, :, offset + longest - 1]
+    return out
+
+
+def untied_offsets(weights, n, num_heads, epsilon=1e-12):
+    """BERT-A^d's `(LN(p) U^Q + b^Q, LN(p) U^K + b^K)`, `(n, H, d)` each."""
+    p = layer_norm(
+        weights["table"][:n], weights["ln_gamma"], weights["ln_beta"], epsilon
+    )
+    d = p.shape[1] // num_heads
+    return (
+        (p @ weights["uq"] + weights["bq"]).reshape(n, num_heads, d),
+        (p @ weights["uk"] + weights["bk"]).reshape(n, num_heads, d),
+    )

@@ -31,12 +31,12 @@ def test_layer_output_and_config():
         num_heads=3, max_sequence_length=20, num_buckets=8, max_distance=10
     )
     bias = np.asarray(layer(np.zeros((2, 7), "int32")))
-    assert bias.shape == (1, 3, 7, 7)
+    assert bias.shape == (1, 1, 3, 7, 7)
     table = np.asarray(layer.relative_attention_bias)
     for i in range(7):
         for j in range(7):
             np.testing.assert_allclose(
-                bias[0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
+                bias[0, 0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
             )
     clone = RelativePositionBias.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()

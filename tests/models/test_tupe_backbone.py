@@ -91,6 +91,14 @@ def np_(variable):
     return keras.ops.convert_to_numpy(variable).astype("float64")
 
 
+def weights_by_path(layer):
+    """A layer's weights as float64 arrays, keyed by their path below it."""
+    return {
+        variable.path.split("/", 1)[1]: np_(variable)
+        for variable in layer.weights
+    }
+
+
 def reference_bias(backbone, inputs):
     """beta `(1|B, H, n, n)` for layer 0 and the query/key offsets."""
     n = inputs["token_ids"].shape[1]
@@ -172,44 +180,48 @@ def reference_layer0(backbone, inputs):
         "bert-ad": 1 / math.sqrt(4 * HEAD_DIM),
     }.get(option, 1 / math.sqrt(HEAD_DIM))
     bias, (query_offset, key_offset) = reference_bias(backbone, inputs)
-    layer = backbone.transformer_layers[0]
-    attention = layer._self_attention_layer
+    w = weights_by_path(backbone.transformer_layers[0])
     probs = ref.attention_probabilities(
         x,
-        np_(attention._query_dense.kernel),
-        np_(attention._query_dense.bias),
-        np_(attention._key_dense.kernel),
-        np_(attention._key_dense.bias),
+        w["self_attention_layer/query/kernel"],
+        w["self_attention_layer/query/bias"],
+        w["self_attention_layer/key/kernel"],
+        w["self_attention_layer/key/bias"],
         scale,
         bias,
         inputs["padding_mask"],
         query_offset,
         key_offset,
     )
-    value = np.einsum("bnd,dhk->bnhk", x, np_(attention._value_dense.kernel))
-    value = value + np_(attention._value_dense.bias)
+    value = np.einsum(
+        "bnd,dhk->bnhk", x, w["self_attention_layer/value/kernel"]
+    )
+    value = value + w["self_attention_layer/value/bias"]
     context = np.einsum("bhqs,bshk->bqhk", probs, value)
     out = np.einsum(
-        "bqhk,hkd->bqd", context, np_(attention._output_dense.kernel)
+        "bqhk,hkd->bqd",
+        context,
+        w["self_attention_layer/attention_output/kernel"],
     )
-    out = out + np_(attention._output_dense.bias)
+    out = out + w["self_attention_layer/attention_output/bias"]
     x = ref.layer_norm(
         out + x,
-        np_(layer._self_attention_layer_norm.gamma),
-        np_(layer._self_attention_layer_norm.beta),
+        w["self_attention_layer_norm/gamma"],
+        w["self_attention_layer_norm/beta"],
         1e-12,
     )
     hidden = ref.gelu_tanh(
-        x @ np_(layer._feedforward_intermediate_dense.kernel)
-        + np_(layer._feedforward_intermediate_dense.bias)
+        x @ w["feedforward_intermediate_dense/kernel"]
+        + w["feedforward_intermediate_dense/bias"]
     )
-    ffn = hidden @ np_(layer._feedforward_output_dense.kernel) + np_(
-        layer._feedforward_output_dense.bias
+    ffn = (
+        hidden @ w["feedforward_output_dense/kernel"]
+        + w["feedforward_output_dense/bias"]
     )
     x = ref.layer_norm(
         ffn + x,
-        np_(layer._feedforward_layer_norm.gamma),
-        np_(layer._feedforward_layer_norm.beta),
+        w["feedforward_layer_norm/gamma"],
+        w["feedforward_layer_norm/beta"],
         1e-12,
     )
     return probs, x
@@ -231,7 +243,7 @@ def test_layer0_matches_numpy_spec(options):
     )
 
     # The probabilities themselves, from the layer's attention scores.
-    attention = layer0._self_attention_layer
+    attention = layer0.attention_layer
     captured = {}
     original_call = attention.call
 
@@ -398,21 +410,45 @@ def test_gradients_reach_every_positional_parameter(options):
         assert float(tf.reduce_max(tf.abs(table_grad[0]))) > 0
 
 
+def count_compute_bias_calls(layer, call):
+    """Runs `call()` and counts `layer.compute_bias` calls during it."""
+    calls = []
+    original = layer.compute_bias
+
+    def counting(length):
+        calls.append(length)
+        return original(length)
+
+    layer.compute_bias = counting
+    try:
+        call()
+    finally:
+        layer.compute_bias = original
+    return len(calls)
+
+
 def test_position_bias_computed_once_and_shared():
+    inputs = make_inputs()
     backbone = make_backbone(position_encoding="tupe-r")
-    assert len(backbone.position_bias._inbound_nodes) == 1
+    assert (
+        count_compute_bias_calls(
+            backbone.position_bias, lambda: backbone(inputs)
+        )
+        == 1
+    )
     biases = [
-        node.arguments.kwargs["attention_bias"]
-        for layer in backbone.transformer_layers
-        for node in layer._inbound_nodes
+        arguments["attention_bias"]
+        for arguments in backbone.layer_attention_arguments
     ]
+    assert len(biases) == LAYERS
     assert all(b is biases[0] for b in biases)
     diet = make_backbone(position_encoding="diet-rel")  # per-layer tables
-    assert len(diet.position_bias._inbound_nodes) == 1
+    assert (
+        count_compute_bias_calls(diet.position_bias, lambda: diet(inputs)) == 1
+    )
     biases = [
-        node.arguments.kwargs["attention_bias"]
-        for layer in diet.transformer_layers
-        for node in layer._inbound_nodes
+        arguments["attention_bias"]
+        for arguments in diet.layer_attention_arguments
     ]
     assert biases[0] is not biases[1]
 

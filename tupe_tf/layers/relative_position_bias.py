@@ -62,13 +62,13 @@ class RelativePositionBias(PositionBiasLayer):
         inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
 
     Returns:
-        A float32 tensor of shape `(1, num_heads, n, n)`.
+        A float32 tensor of shape `(1, 1, num_heads, n, n)`.
 
     Example:
     ```python
     layer = tupe_tf.layers.RelativePositionBias(
         num_heads=4, max_sequence_length=128)
-    bias = layer(np.zeros((2, 16), "int32"))  # (1, 4, 16, 16)
+    bias = layer(np.zeros((2, 16), "int32"))  # (1, 1, 4, 16, 16)
     ```
     """
 
@@ -113,9 +113,9 @@ class RelativePositionBias(PositionBiasLayer):
     def compute_bias(self, sequence_length):
         buckets = ops.convert_to_tensor(self._bucket_matrix)
         buckets = buckets[:sequence_length, :sequence_length]
-        # One gather: (n, n, heads) -> (1, heads, n, n).
+        # One gather: (n, n, heads) -> (1, 1, heads, n, n).
         values = ops.take(self.relative_attention_bias, buckets, axis=0)
-        return ops.expand_dims(ops.transpose(values, (2, 0, 1)), 0)
+        return ops.transpose(values, (2, 0, 1))[None, None]
 
     def get_config(self):
         config = super().get_config()
