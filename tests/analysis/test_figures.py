@@ -28,7 +28,8 @@ def test_numerical_ranks_of_known_matrices():
 
 
 @pytest.mark.parametrize(
-    "option, drawn_layers", [("diet-rel", 2), ("tupe-r", 1), ("bert", 1)]
+    "option, drawn_layers",
+    [("diet-rel", 2), ("tupe-r", 1), ("bert", 1), ("alibi", 1), ("rope", 1)],
 )
 def test_positional_bias_figure_draws_the_bias(option, drawn_layers):
     backbone = _backbone(option)

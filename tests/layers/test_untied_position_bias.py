@@ -63,3 +63,56 @@ def test_config_round_trip():
 def test_refuses_indivisible_width():
     with pytest.raises(ValueError, match="divisible"):
         UntiedPositionBias(num_heads=3, hidden_dim=16, max_sequence_length=8)
+
+
+def test_reference_cls_layout_matches_numpy():
+    layer = UntiedPositionBias(
+        num_heads=2,
+        hidden_dim=16,
+        max_sequence_length=12,
+        relative_buckets=8,
+        relative_max_distance=10,
+        cls_relative="reference",
+    )
+    layer.build()
+    randomize(layer, seed=4)
+    n = 10
+    bias = keras.ops.convert_to_numpy(layer(np.zeros((1, n), "int32")))
+    relative = keras.ops.convert_to_numpy(
+        layer.relative_position_bias.relative_attention_bias
+    ).astype("float64")
+    assert relative.shape == (9, 2)  # one extra bucket for the [CLS] column
+    expected = ref.tupe_reference_layout_bias(
+        untied_weights(layer), n, 2, relative, 8, 10
+    )
+    np.testing.assert_allclose(bias[0, 0], expected, atol=1e-5)
+    # Not the paper's layout: the [CLS] row is no longer one value per head.
+    assert np.std(bias[0, 0, :, 0, 1:], axis=-1).max() < 1e-6
+    reset = ref.tupe_bias(untied_weights(layer), n, 2, True, relative, 8, 10)
+    assert not np.allclose(bias[0, 0, :, 1:, 0], reset[:, 1:, 0])
+
+
+def test_layer_norm_epsilon_is_the_reference_value():
+    layer = UntiedPositionBias(
+        num_heads=2, hidden_dim=16, max_sequence_length=8
+    )
+    assert layer.position_layer_norm.epsilon == 1e-5
+    assert layer.cls_relative == "reset"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(cls_relative="paper"), "cls_relative.*reference"),
+        (dict(cls_relative="reference"), "untie_cls"),
+        (
+            dict(cls_relative="reference", relative_buckets=8, untie_cls=False),
+            "untie_cls=False",
+        ),
+    ],
+)
+def test_bad_cls_relative_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        UntiedPositionBias(
+            num_heads=2, hidden_dim=16, max_sequence_length=8, **kwargs
+        )

@@ -25,7 +25,7 @@ def test_table_lists_every_option_once_in_order():
 
 @pytest.mark.parametrize("name", POSITION_ENCODINGS)
 def test_each_entry_builds_its_layer(name):
-    entry, sharing = validated_encoding(name, None, {})
+    entry, sharing = validated_encoding({"position_encoding": name})
     assert sharing == entry.sharings[0]
     args = types.SimpleNamespace(
         **OPTION_DEFAULTS,
@@ -50,9 +50,13 @@ def test_each_entry_builds_its_layer(name):
 
 
 def test_defaults_of_sharing():
-    assert validated_encoding("diet-abs", None, {})[1] == "layer-wise"
-    assert validated_encoding("diet-rel", None, {})[1] == "none"
-    assert validated_encoding("tupe-r", "layer-wise", {})[1] == "layer-wise"
+    def sharing(name, value=None):
+        options = {"position_encoding": name, "position_sharing": value}
+        return validated_encoding(options)[1]
+
+    assert sharing("diet-abs") == "layer-wise"
+    assert sharing("diet-rel") == "none"
+    assert sharing("tupe-r", "layer-wise") == "layer-wise"
 
 
 @pytest.mark.parametrize(
@@ -65,9 +69,9 @@ def test_defaults_of_sharing():
     ],
 )
 def test_refusals_name_the_argument(name, sharing, arguments, match):
+    options = dict(arguments, position_encoding=name, position_sharing=sharing)
     with pytest.raises(ValueError, match=match):
-        validated_encoding(name, sharing, arguments)
+        validated_encoding(options)
     # Defaults are always accepted.
-    defaults = {k: OPTION_DEFAULTS[k] for k in OPTION_SPECIFIC_ARGUMENTS}
     if name in POSITION_ENCODINGS:
-        validated_encoding(name, None, defaults)
+        validated_encoding(dict(OPTION_DEFAULTS, position_encoding=name))

@@ -38,6 +38,18 @@ ALL_CONFIGS = [
         position_sharing="none",
     ),
     dict(position_encoding="bert", segment_encoding="per-head"),
+    dict(position_encoding="rope"),
+    dict(position_encoding="rope", rope_max_wavelength=100.0),
+    dict(position_encoding="alibi"),
+    dict(position_encoding="alibi", segment_encoding="per-head"),
+    dict(position_encoding="rope", segment_encoding="per-head"),
+    dict(position_encoding="tupe-r", cls_relative="reference"),
+]
+# One of each kind of content-free part, per-layer tables included.
+POSITIONAL_BIAS_CONFIGS = ALL_CONFIGS[:13] + [
+    dict(position_encoding="rope"),
+    dict(position_encoding="alibi"),
+    dict(position_encoding="tupe-r", cls_relative="reference"),
 ]
 
 
@@ -122,15 +134,12 @@ def reference_bias(backbone, inputs):
             "bk": np_(layer.key_projection.bias),
         }
         if option == "bert-ad":
-            p = ref.layer_norm(
-                weights["table"][:n],
-                weights["ln_gamma"],
-                weights["ln_beta"],
-                1e-12,
-            )
-            offsets = (
-                (p @ weights["uq"] + weights["bq"]).reshape(n, HEADS, HEAD_DIM),
-                (p @ weights["uk"] + weights["bk"]).reshape(n, HEADS, HEAD_DIM),
+            # LN_p's epsilon is the TUPE reference code's 1e-5.
+            offsets = ref.untied_offsets(weights, n, HEADS, epsilon=1e-5)
+        elif backbone.cls_relative == "reference":
+            relative = np_(layer.relative_position_bias.relative_attention_bias)
+            bias[0] = ref.tupe_reference_layout_bias(
+                weights, n, HEADS, relative
             )
         else:
             relative = (
@@ -141,6 +150,8 @@ def reference_bias(backbone, inputs):
             bias[0] = ref.tupe_bias(
                 weights, n, HEADS, backbone.untie_cls, relative
             )
+    elif option == "alibi":
+        bias[0] = ref.alibi_bias(HEADS, n)
     elif option == "diet-abs":
         pq, pk = np_(layer.query_positions), np_(layer.key_positions)
         bias[0] = pq[0, :, :n] @ np.swapaxes(pk[0, :, :n], -1, -2)
@@ -192,6 +203,7 @@ def reference_layer0(backbone, inputs):
         inputs["padding_mask"],
         query_offset,
         key_offset,
+        backbone.rope_max_wavelength if option == "rope" else None,
     )
     value = np.einsum(
         "bnd,dhk->bnhk", x, w["self_attention_layer/value/kernel"]
@@ -261,7 +273,7 @@ def test_layer0_matches_numpy_spec(options):
     np.testing.assert_allclose(captured["probs"], expected_probs, atol=1e-5)
 
 
-@pytest.mark.parametrize("options", ALL_CONFIGS[:13], ids=config_id)
+@pytest.mark.parametrize("options", POSITIONAL_BIAS_CONFIGS, ids=config_id)
 def test_positional_bias_matches_numpy(options):
     backbone = make_backbone(**options)
     randomize(backbone, seed=3)
@@ -491,6 +503,11 @@ def test_parameter_count_deltas_at_bert_base_dims():
         == 18_481_152
     )
     assert count(position_encoding="diet-rel") - bert == -245_904
+    # RoPE and ALiBi have no parameters: only the input table goes.
+    assert count(position_encoding="rope") - bert == -512 * 768
+    assert count(position_encoding="alibi") - bert == -512 * 768
+    reference = count(position_encoding="tupe-r", cls_relative="reference")
+    assert reference - count(position_encoding="tupe-r") == 12
 
 
 @pytest.mark.parametrize(
@@ -513,6 +530,42 @@ def test_parameter_count_deltas_at_bert_base_dims():
             "relative_buckets",
         ),
         (dict(num_heads=5), "divisible"),
+        (
+            dict(position_encoding="rope", rope_max_wavelength=0),
+            "rope_max_wavelength must be a positive|rope_max_wavelength",
+        ),
+        (
+            dict(position_encoding="rope", rope_max_wavelength=-1.0),
+            "`rope_max_wavelength` must be a positive number",
+        ),
+        (
+            dict(position_encoding="tupe-r", rope_max_wavelength=500.0),
+            r"`rope_max_wavelength` only applies to \['rope'\]",
+        ),
+        (
+            dict(position_encoding="tupe-a", cls_relative="reference"),
+            r"`cls_relative` only applies to \['tupe-r'\]",
+        ),
+        (
+            dict(position_encoding="tupe-r", cls_relative="paper"),
+            "cls_relative.*reference",
+        ),
+        (
+            dict(
+                position_encoding="tupe-r",
+                cls_relative="reference",
+                untie_cls=False,
+            ),
+            "untie_cls",
+        ),
+        (
+            dict(position_encoding="alibi", position_sharing="none"),
+            "position_sharing",
+        ),
+        (
+            dict(position_encoding="rope", hidden_dim=24, num_heads=8),
+            "even",
+        ),
     ],
 )
 def test_bad_options_are_refused(kwargs, match):
@@ -556,7 +609,9 @@ def test_too_long_batch_is_refused_clearly(option):
     )
 
 
-@pytest.mark.parametrize("option", ["tupe-r", "diet-abs", "bert-ad"])
+@pytest.mark.parametrize(
+    "option", ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"]
+)
 def test_variable_lengths_xla_and_fold(option):
     backbone = make_backbone(
         position_encoding=option, segment_encoding="per-head"
@@ -576,7 +631,9 @@ def test_variable_lengths_xla_and_fold(option):
         backbone.unfold_positional_bias()
 
 
-@pytest.mark.parametrize("option", ["tupe-r", "diet-rel", "bert-r"])
+@pytest.mark.parametrize(
+    "option", ["tupe-r", "diet-rel", "bert-r", "rope", "alibi"]
+)
 def test_mixed_bfloat16(option):
     float_model = make_backbone(position_encoding=option)
     randomize(float_model, seed=4)
@@ -606,7 +663,9 @@ def test_mixed_bfloat16(option):
     assert np.isfinite(history.history["loss"]).all()
 
 
-@pytest.mark.parametrize("option", ["bert", "tupe-a", "bert-ad", "diet-rel"])
+@pytest.mark.parametrize(
+    "option", ["bert", "tupe-a", "bert-ad", "diet-rel", "rope", "alibi"]
+)
 def test_attention_logits_and_rank_bound(option):
     backbone = make_backbone(position_encoding=option)
     randomize(backbone, seed=9)
@@ -625,7 +684,7 @@ def test_attention_logits_and_rank_bound(option):
         for m in content[1][0]
     ]
     assert max(ranks) <= HEAD_DIM + (1 if option == "bert-ad" else 0)
-    if option in ("tupe-a", "diet-rel"):
+    if option in ("tupe-a", "diet-rel", "alibi"):
         full = [
             np.linalg.matrix_rank(
                 m.astype("float64"), tol=1e-4 * np.abs(m).max()
@@ -633,3 +692,35 @@ def test_attention_logits_and_rank_bound(option):
             for m in with_bias[1][0]
         ]
         assert min(full) > HEAD_DIM
+
+
+def test_rope_logits_depend_only_on_the_offset():
+    """Same token and segment everywhere: layer 0's input is the same
+    vector at every position, so with RoPE its logits are Toeplitz
+    (depend only on j - i); shifting both positions changes nothing."""
+    backbone = make_backbone(position_encoding="rope")
+    randomize(backbone, seed=11)
+    inputs = {
+        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
+        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
+        "padding_mask": np.ones((1, MAX_LEN), "int32"),
+    }
+    logits = backbone.attention_logits(inputs)[0][0]  # (H, n, n)
+    for shift in (1, 3, 7):
+        np.testing.assert_allclose(
+            logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
+        )
+    assert np.std(logits[:, 0, :]) > 1e-3  # positions do matter
+    np.testing.assert_array_equal(
+        backbone.positional_bias(MAX_LEN), np.zeros((LAYERS, HEADS, 16, 16))
+    )
+
+
+def test_alibi_positional_bias_is_the_alibi_matrix_for_every_layer():
+    backbone = make_backbone(position_encoding="alibi")
+    bias = backbone.positional_bias(11)
+    for layer_index in range(LAYERS):
+        np.testing.assert_allclose(
+            bias[layer_index], ref.alibi_bias(HEADS, 11), atol=1e-6
+        )
+    assert backbone.position_bias.weights == []

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers.rotary_position_tables import rotate
+
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
 class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
@@ -38,6 +40,9 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         query_key_offsets: optional `(2, n, heads, key_dim)`: row 0 is added
             to the projected query, row 1 to the projected key (BERT-A^d's
             position terms; self-attention, so `n == m`).
+        rotary_tables: optional `(2, n, 1, key_dim)` cos/sin tables of
+            `RotaryPositionTables`: the projected query and key of each head
+            are rotated (RoPE; self-attention, so `n == m`).
         return_attention_scores: bool. Also return the probabilities.
         training: bool. Dropout on when True.
 
@@ -67,13 +72,14 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         attention_mask=None,
         attention_bias=None,
         query_key_offsets=None,
+        rotary_tables=None,
         return_attention_scores=False,
         training=None,
     ):
         if key is None:
             key = value
         logits = self.attention_logits(
-            query, key, attention_bias, query_key_offsets
+            query, key, attention_bias, query_key_offsets, rotary_tables
         )
         value = self._value_dense(value)
         if attention_mask is not None:
@@ -99,6 +105,7 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         key,
         attention_bias=None,
         query_key_offsets=None,
+        rotary_tables=None,
     ):
         """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
 
@@ -110,6 +117,9 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             offsets = ops.cast(query_key_offsets, query.dtype)
             query = query + offsets[0]
             key = key + offsets[1]
+        if rotary_tables is not None:
+            query = rotate(query, rotary_tables)
+            key = rotate(key, rotary_tables)
         query = ops.multiply(query, ops.cast(self._content_scale, query.dtype))
         logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
         if attention_bias is not None:

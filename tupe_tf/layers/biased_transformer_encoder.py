@@ -35,6 +35,7 @@ class BiasedTransformerEncoder(TransformerEncoder):
         attention_bias: optional float `(1 or batch, heads, n, n)`.
         query_key_offsets: optional `(2, n, heads, head_dim)`, added to the
             projected query (row 0) and key (row 1).
+        rotary_tables: optional `(2, n, 1, head_dim)` RoPE cos/sin tables.
         training: bool.
         return_attention_scores: bool. Also return the attention
             probabilities `(batch, heads, n, n)`.
@@ -125,6 +126,7 @@ class BiasedTransformerEncoder(TransformerEncoder):
         padding_mask=None,
         attention_bias=None,
         query_key_offsets=None,
+        rotary_tables=None,
         training=None,
         return_attention_scores=False,
     ):
@@ -138,6 +140,7 @@ class BiasedTransformerEncoder(TransformerEncoder):
             attention_mask=padding_mask,
             attention_bias=attention_bias,
             query_key_offsets=query_key_offsets,
+            rotary_tables=rotary_tables,
             return_attention_scores=return_attention_scores,
             training=training,
         )
@@ -169,19 +172,23 @@ class BiasedTransformerEncoder(TransformerEncoder):
         return self._self_attention_layer
 
     def attention_logits(
-        self, inputs, attention_bias=None, query_key_offsets=None
+        self,
+        inputs,
+        attention_bias=None,
+        query_key_offsets=None,
+        rotary_tables=None,
     ):
         """float32 self-attention logits `(batch, heads, n, n)`, unmasked.
 
         Args:
             inputs: the layer's input `(batch, n, hidden)`.
-            attention_bias, query_key_offsets: as in `call`.
+            attention_bias, query_key_offsets, rotary_tables: as in `call`.
         """
         x = inputs
         if self.normalize_first:
             x = self._self_attention_layer_norm(x)
         return self._self_attention_layer.attention_logits(
-            x, x, attention_bias, query_key_offsets
+            x, x, attention_bias, query_key_offsets, rotary_tables
         )
 
     def get_config(self):

@@ -56,6 +56,11 @@ class RelativePositionBias(PositionBiasLayer):
         max_sequence_length: int. The longest sequence supported.
         num_buckets: int. Number of buckets over both directions (even).
         max_distance: int. Distances beyond it share the last bucket.
+        cls_buckets: bool. The TUPE authors' layout for TUPE-R: the table
+            gets one more row; the `[CLS]` row (all keys, `[CLS]` included)
+            uses bucket `num_buckets / 2`, which `bucket(j - i)` never
+            produces, and column 0 of every other row the extra bucket
+            `num_buckets`.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
@@ -78,6 +83,7 @@ class RelativePositionBias(PositionBiasLayer):
         max_sequence_length,
         num_buckets=32,
         max_distance=128,
+        cls_buckets=False,
         initializer="truncated_normal",
         **kwargs,
     ):
@@ -96,16 +102,20 @@ class RelativePositionBias(PositionBiasLayer):
         self.num_heads = num_heads
         self.num_buckets = num_buckets
         self.max_distance = max_distance
+        self.cls_buckets = cls_buckets
         self.initializer = keras.initializers.get(initializer)
         positions = np.arange(self.max_sequence_length)
         self._bucket_matrix = relative_position_buckets(
             positions[None, :] - positions[:, None], num_buckets, max_distance
         )
+        if cls_buckets:
+            self._bucket_matrix[1:, 0] = num_buckets
+            self._bucket_matrix[0, :] = num_buckets // 2
 
     def build(self, input_shape=None):
         self.relative_attention_bias = self.add_weight(
             name="relative_attention_bias",
-            shape=(self.num_buckets, self.num_heads),
+            shape=(self.num_buckets + int(self.cls_buckets), self.num_heads),
             initializer=self.initializer,
         )
         self.built = True
@@ -124,6 +134,7 @@ class RelativePositionBias(PositionBiasLayer):
                 "num_heads": self.num_heads,
                 "num_buckets": self.num_buckets,
                 "max_distance": self.max_distance,
+                "cls_buckets": self.cls_buckets,
                 "initializer": keras.initializers.serialize(self.initializer),
             }
         )

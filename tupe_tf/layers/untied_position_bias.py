@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.backbone_options import CLS_RELATIVES
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 
@@ -52,7 +53,11 @@ class UntiedPositionBias(UntiedPositionOffsets):
     With `relative_buckets` set (TUPE-R), T5 relative buckets are added and,
     as in the paper's Eq. 11, the reset is applied to the sum `v + b`: each
     head gets one learned scalar for the `[CLS]` row and one for the
-    `[CLS]` column.
+    `[CLS]` column. `cls_relative="reference"` instead follows the authors'
+    code: the absolute part alone is reset, then relative buckets are added
+    in which `[CLS]`'s row and column have their own entries (see
+    `RelativePositionBias(cls_buckets=True)`), so their weights map one to
+    one.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -61,8 +66,11 @@ class UntiedPositionBias(UntiedPositionOffsets):
         untie_cls: bool. Apply the `[CLS]` reset.
         relative_buckets: int or None. T5 buckets for TUPE-R.
         relative_max_distance: int. T5 maximum distance.
+        cls_relative: str. `reset` (Eq. 11) or `reference` (the authors'
+            layout; needs `untie_cls` and `relative_buckets`).
         scale: float or None. Defaults to `1/sqrt(2 * head_dim)`.
-        layer_norm_epsilon: float. Epsilon of `LN_p`.
+        layer_norm_epsilon: float. Epsilon of `LN_p` (1e-5, the reference
+            code's).
         initializer: initializer of the table and projections.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
@@ -88,8 +96,9 @@ class UntiedPositionBias(UntiedPositionOffsets):
         untie_cls=True,
         relative_buckets=None,
         relative_max_distance=128,
+        cls_relative="reset",
         scale=None,
-        layer_norm_epsilon=1e-12,
+        layer_norm_epsilon=1e-5,
         initializer=None,
         **kwargs,
     ):
@@ -102,7 +111,20 @@ class UntiedPositionBias(UntiedPositionOffsets):
             initializer=initializer,
             **kwargs,
         )
+        if cls_relative not in CLS_RELATIVES:
+            raise ValueError(
+                f"`cls_relative` must be one of {CLS_RELATIVES}. Received: "
+                f"cls_relative={cls_relative!r}"
+            )
+        if cls_relative == "reference" and not (untie_cls and relative_buckets):
+            raise ValueError(
+                '`cls_relative="reference"` is the [CLS] layout of TUPE-R: it '
+                "needs `untie_cls=True` and relative buckets (tupe-r). "
+                f"Received: untie_cls={untie_cls}, "
+                f"relative_buckets={relative_buckets}"
+            )
         self.untie_cls = untie_cls
+        self.cls_relative = cls_relative
         self.relative_buckets = relative_buckets
         self.relative_max_distance = relative_max_distance
         self.relative_position_bias = None
@@ -112,6 +134,7 @@ class UntiedPositionBias(UntiedPositionOffsets):
                 max_sequence_length=max_sequence_length,
                 num_buckets=relative_buckets,
                 max_distance=relative_max_distance,
+                cls_buckets=cls_relative == "reference",
                 initializer=self.initializer,
                 name="relative_position_bias",
             )
@@ -133,13 +156,18 @@ class UntiedPositionBias(UntiedPositionOffsets):
         query, key = self.project(sequence_length + offset)
         token_query, token_key = query[offset:], key[offset:]
         bias = ops.einsum("ihd,jhd->hij", token_query, token_key) * self._scale
+        relative = None
         if self.relative_position_bias is not None:
             relative = self.relative_position_bias.compute_bias(sequence_length)
-            bias = bias + relative[0, 0]
+            relative = relative[0, 0]
+        if relative is not None and self.cls_relative == "reset":
+            bias = bias + relative  # Eq. 11: the reset covers the sum.
         if self.untie_cls:
             # theta_k: row k of the table correlated with itself.
             theta = ops.sum(query[:2] * key[:2], axis=-1) * self._scale
             bias = reset_cls(bias, theta[0], theta[1])
+        if relative is not None and self.cls_relative == "reference":
+            bias = bias + relative  # [CLS] has its own buckets here.
         return bias[None, None]
 
     def content_free_bias(self, sequence_length):
@@ -152,6 +180,7 @@ class UntiedPositionBias(UntiedPositionOffsets):
                 "untie_cls": self.untie_cls,
                 "relative_buckets": self.relative_buckets,
                 "relative_max_distance": self.relative_max_distance,
+                "cls_relative": self.cls_relative,
             }
         )
         return config

@@ -24,7 +24,8 @@ class UntiedPositionOffsets(PositionBiasLayer):
         max_sequence_length: int. The longest sequence supported.
         scale: float or None. Scale of the position-position term in
             `content_free_bias`; defaults to `1/sqrt(4 * head_dim)`.
-        layer_norm_epsilon: float. Epsilon of `LN_p`.
+        layer_norm_epsilon: float. Epsilon of `LN_p`; 1e-5 as in the TUPE
+            authors' code.
         initializer: initializer of the table and projections.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
@@ -53,7 +54,7 @@ class UntiedPositionOffsets(PositionBiasLayer):
         hidden_dim,
         max_sequence_length,
         scale=None,
-        layer_norm_epsilon=1e-12,
+        layer_norm_epsilon=1e-5,
         initializer=None,
         **kwargs,
     ):

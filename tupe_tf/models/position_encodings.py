@@ -32,9 +32,11 @@ import keras
 from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.layers.alibi_position_bias import AlibiPositionBias
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
+from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 
@@ -45,6 +47,8 @@ OPTION_SPECIFIC_ARGUMENTS = (
     "position_rank",
     "relative_buckets",
     "relative_max_distance",
+    "rope_max_wavelength",
+    "cls_relative",
 )
 
 
@@ -105,6 +109,7 @@ def _untied(args, relative):
         untie_cls=args.untie_cls,
         relative_buckets=args.relative_buckets if relative else None,
         relative_max_distance=args.relative_max_distance,
+        cls_relative=args.cls_relative,
         initializer=args.initializer,
         name="untied_position_bias",
     )
@@ -143,6 +148,23 @@ def _diet_relative(args):
     )
 
 
+def _rotary(args):
+    return RotaryPositionTables(
+        head_dim=args.head_dim,
+        max_sequence_length=args.max_sequence_length,
+        max_wavelength=args.rope_max_wavelength,
+        name="rotary_position_tables",
+    )
+
+
+def _alibi(args):
+    return AlibiPositionBias(
+        num_heads=args.num_heads,
+        max_sequence_length=args.max_sequence_length,
+        name="alibi_position_bias",
+    )
+
+
 _RELATIVE_ARGUMENTS = ("relative_buckets", "relative_max_distance")
 _DIET_SHARINGS = ("layer-wise", "head-wise", "none")
 
@@ -166,7 +188,7 @@ POSITION_ENCODING_TABLE = {
             "tupe-r",
             build=lambda args: _untied(args, relative=True),
             scale_factor=2,
-            arguments=("untie_cls",) + _RELATIVE_ARGUMENTS,
+            arguments=("untie_cls", "cls_relative") + _RELATIVE_ARGUMENTS,
         ),
         PositionEncoding(
             "bert-ad",
@@ -185,6 +207,13 @@ POSITION_ENCODING_TABLE = {
             build=_diet_relative,
             sharings=("none", "layer-wise", "head-wise"),
         ),
+        PositionEncoding(
+            "rope",
+            build=_rotary,
+            attention_argument="rotary_tables",
+            arguments=("rope_max_wavelength",),
+        ),
+        PositionEncoding("alibi", build=_alibi),
     )
 }
 
@@ -197,25 +226,30 @@ if not set(_DIET_SHARINGS) <= set(POSITION_SHARINGS):
     raise ImportError("Unknown sharing mode in the option table.")
 
 
-def validated_encoding(position_encoding, position_sharing, arguments):
-    """Checks the options; returns `(table entry, resolved sharing)`.
+def validated_encoding(options):
+    """Checks the position options; returns `(table entry, sharing)`.
 
     Args:
-        position_encoding: str.
-        position_sharing: str or None (None: the option's default).
-        arguments: dict of the option-specific backbone arguments and their
-            values (anything but the default needs an option that takes
-            it).
+        options: dict of the backbone's `BACKBONE_OPTIONS` arguments (at
+            least `position_encoding`, `position_sharing` and those of
+            `OPTION_SPECIFIC_ARGUMENTS` that are set); an option-specific
+            argument other than its default needs an option that takes it.
+
+    Returns:
+        The `PositionEncoding` and the resolved `position_sharing` (the
+        option's default when None).
 
     Raises:
         ValueError naming the argument, its value and what is allowed.
     """
+    position_encoding = options["position_encoding"]
     if position_encoding not in POSITION_ENCODING_TABLE:
         raise ValueError(
             f"`position_encoding` must be one of {POSITION_ENCODINGS}. "
             f"Received: position_encoding={position_encoding!r}"
         )
     entry = POSITION_ENCODING_TABLE[position_encoding]
+    position_sharing = options.get("position_sharing")
     sharing = position_sharing or entry.sharings[0]
     if sharing not in entry.sharings:
         raise ValueError(
@@ -224,7 +258,8 @@ def validated_encoding(position_encoding, position_sharing, arguments):
             f"`diet-rel` have per-layer or per-head tables). Received: "
             f"position_sharing={position_sharing!r}"
         )
-    for name, value in arguments.items():
+    for name in OPTION_SPECIFIC_ARGUMENTS:
+        value = options.get(name, OPTION_DEFAULTS[name])
         if name in entry.arguments or value == OPTION_DEFAULTS[name]:
             continue
         accepting = [

@@ -11,6 +11,7 @@ from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
 
+from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.keras_hub_internals import gelu_approximate
@@ -41,6 +42,12 @@ class TupeBackbone(Backbone):
       layer's query and key, `c = 1/sqrt(4d)` on the whole product.
     - `diet-abs`: low-rank per-head absolute bias `P_Q P_K^T`.
     - `diet-rel`: per-head relative scalars `R_h[j - i]`.
+    - `rope`: `LN(w + s)`, every layer rotates its query and key (RoPE,
+      keras-hub's `RotaryEmbedding` tables), `beta = 0`.
+    - `alibi`: `LN(w + s)`, fixed symmetric `beta = -m_h |i - j|` (ALiBi).
+
+    What each option builds is declared once, in
+    `tupe_tf.models.position_encodings`.
 
     Position-only biases are computed once per forward pass and shared by
     every layer that shares them.
@@ -56,7 +63,8 @@ class TupeBackbone(Backbone):
         max_sequence_length: int. Longest sequence the encoder accepts.
         num_segments: int. Number of segment ids.
         position_encoding: str. One of `bert`, `bert-r`, `tupe-a`, `tupe-r`,
-            `bert-ad`, `diet-abs`, `diet-rel`. Defaults to `tupe-r`.
+            `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`. Defaults to
+            `tupe-r`.
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
             accept `False`.
@@ -68,6 +76,11 @@ class TupeBackbone(Backbone):
             `none` for `diet-rel`. Other options share one bias by all layers.
         relative_buckets: int. T5 buckets (`bert-r`, `tupe-r`).
         relative_max_distance: int. T5 maximum distance.
+        rope_max_wavelength: float. For `rope`: the base wavelength of the
+            rotation angles; must be positive.
+        cls_relative: str. For `tupe-r`: `reset` (the paper's Eq. 11, reset
+            of the sum) or `reference` (the authors' code: `[CLS]` gets its
+            own relative buckets; see docs/spec.md).
         dtype: string or `keras.mixed_precision.DTypePolicy`.
 
     Example:
@@ -102,9 +115,17 @@ class TupeBackbone(Backbone):
         position_sharing=None,
         relative_buckets=32,
         relative_max_distance=128,
+        rope_max_wavelength=10000.0,
+        cls_relative="reset",
         dtype=None,
         **kwargs,
     ):
+        # Every BACKBONE_OPTIONS argument, by name (one list of them).
+        options = {
+            name: value
+            for name, value in locals().items()
+            if name in OPTION_DEFAULTS
+        }
         # === Validation: refuse bad combinations before building anything ===
         if segment_encoding not in SEGMENT_ENCODINGS:
             raise ValueError(
@@ -116,28 +137,15 @@ class TupeBackbone(Backbone):
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}"
             )
-        encoding, sharing = validated_encoding(
-            position_encoding,
-            position_sharing,
-            {
-                "untie_cls": untie_cls,
-                "position_rank": position_rank,
-                "relative_buckets": relative_buckets,
-                "relative_max_distance": relative_max_distance,
-            },
-        )
+        encoding, sharing = validated_encoding(options)
         head_dim = hidden_dim // num_heads
         layer_args = types.SimpleNamespace(
+            **options,
             num_layers=num_layers,
             num_heads=num_heads,
             hidden_dim=hidden_dim,
             head_dim=head_dim,
-            max_sequence_length=max_sequence_length,
-            untie_cls=untie_cls,
-            position_rank=position_rank,
             sharing=sharing,
-            relative_buckets=relative_buckets,
-            relative_max_distance=relative_max_distance,
             initializer=bert_initializer(),
         )
 
@@ -268,16 +276,8 @@ class TupeBackbone(Backbone):
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.position_encoding = position_encoding
-        self.untie_cls = untie_cls
-        self.segment_encoding = segment_encoding
-        self.position_rank = position_rank
-        self.position_sharing = position_sharing
-        self.relative_buckets = relative_buckets
-        self.relative_max_distance = relative_max_distance
+        for name, value in options.items():
+            setattr(self, name, value)
         self.cls_token_index = cls_token_index
 
     def call(self, inputs, training=None, mask=None):
@@ -303,7 +303,8 @@ class TupeBackbone(Backbone):
         Returns:
             A float32 NumPy array `(num_layers, num_heads, n, n)`: the
             position-only part of `beta` after the `[CLS]` reset (segment
-            part excluded; zeros for `bert`). For `bert-ad` it is the
+            part excluded; zeros for `bert` and `rope`, the ALiBi matrix
+            `-m_h |i - j|` for `alibi`). For `bert-ad` it is the
             position-position term `(p U^Q)(p U^K)^T / sqrt(4d)`.
         """
         n = int(sequence_length)
@@ -390,16 +391,7 @@ class TupeBackbone(Backbone):
                 "num_heads": self.num_heads,
                 "hidden_dim": self.hidden_dim,
                 "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "max_sequence_length": self.max_sequence_length,
-                "num_segments": self.num_segments,
-                "position_encoding": self.position_encoding,
-                "untie_cls": self.untie_cls,
-                "segment_encoding": self.segment_encoding,
-                "position_rank": self.position_rank,
-                "position_sharing": self.position_sharing,
-                "relative_buckets": self.relative_buckets,
-                "relative_max_distance": self.relative_max_distance,
+                **{name: getattr(self, name) for name in OPTION_DEFAULTS},
             }
         )
         return config
