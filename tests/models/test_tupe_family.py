@@ -183,4 +183,3 @@ def test_check_preset_names_what_is_wrong(tmp_path):
         tupe_tf.check_preset(preset)
     with pytest.raises(ValueError, match="does not exist"):
         tupe_tf.check_preset(str(tmp_path / "nowhere"))
-
