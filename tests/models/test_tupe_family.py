@@ -183,3 +183,24 @@ def test_check_preset_names_what_is_wrong(tmp_path):
         tupe_tf.check_preset(preset)
     with pytest.raises(ValueError, match="does not exist"):
         tupe_tf.check_preset(str(tmp_path / "nowhere"))
+
+
+def test_misspelt_backbone_argument_is_refused_with_a_suggestion():
+    with pytest.raises(TypeError) as error:
+        tupe_tf.TupeBackbone(
+            vocabulary_size=50,
+            num_layers=1,
+            num_heads=2,
+            hidden_dim=8,
+            intermediate_dim=16,
+            max_sequence_length=16,
+            position_encodingg="bert",
+            positon_rank=3,
+        )
+    message = str(error.value)
+    assert "`position_encodingg` (did you mean `position_encoding`?)" in message
+    assert "`positon_rank` (did you mean `position_rank`?)" in message
+    # What Keras passes when deserializing is still accepted.
+    backbone = tiny_backbone(name="named", trainable=False, dtype="float32")
+    clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
+    assert clone.name == "named" and clone.trainable is False

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sequence_length import checked_sequence_length
 
 
@@ -34,6 +35,7 @@ class PositionBiasLayer(keras.layers.Layer):
     def __init__(self, max_sequence_length, **kwargs):
         # The bias is always built in float32 (SPEC); it is cast where it
         # meets the attention logits.
+        refuse_unknown_keywords(type(self), kwargs)
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         self.max_sequence_length = int(max_sequence_length)

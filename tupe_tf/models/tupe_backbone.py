@@ -15,6 +15,7 @@ from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.keras_hub_internals import gelu_approximate
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
@@ -120,6 +121,8 @@ class TupeBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
+        # A misspelt option must not silently build the default model.
+        refuse_unknown_keywords(TupeBackbone, kwargs)
         # Every BACKBONE_OPTIONS argument, by name (one list of them).
         options = {
             name: value
