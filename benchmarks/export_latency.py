@@ -44,7 +44,7 @@ _REPEATS = flags.DEFINE_integer(
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed calls per model first.")
 _ENCODINGS = flags.DEFINE_list(
     "position_encodings",
-    ["tupe-r", "diet-abs", "diet-rel"],
+    ["tupe-r", "diet-abs", "diet-rel", "rope", "alibi"],
     "Encodings compared with `bert`.",
 )
 flags.register_validator(

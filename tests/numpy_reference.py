@@ -44,7 +44,7 @@ def t5_bucket(relative_position, num_buckets=32, max_distance=128):
 
 
 def untied_correlation(
-    table, ln_gamma, ln_beta, uq, bq, uk, bk, num_heads, scale, epsilon=1e-12
+    table, ln_gamma, ln_beta, uq, bq, uk, bk, num_heads, scale, epsilon=1e-5
 ):
     """`scale * (LN(p_a) U^Q + b^Q)_h . (LN(p_b) U^K + b^K)_h` for all rows."""
     p = layer_norm(table, ln_gamma, ln_beta, epsilon)
@@ -54,7 +54,15 @@ def untied_correlation(
     return np.einsum("ahd,bhd->hab", q, k) * scale
 
 
-def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
+def tupe_bias(
+    weights,
+    n,
+    num_heads,
+    untie_cls,
+    relative_table=None,
+    num_buckets=32,
+    max_distance=128,
+):
     """TUPE bias `(H, n, n)`: Eq. 9 reset on `v (+ b)`, table of N+1 rows."""
     hidden = weights["table"].shape[1]
     d = hidden // num_heads
@@ -74,7 +82,8 @@ def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
     if relative_table is not None:
         for i in range(n):
             for j in range(n):
-                v[:, i, j] += relative_table[t5_bucket(j - i), :]
+                bucket = t5_bucket(j - i, num_buckets, max_distance)
+                v[:, i, j] += relative_table[bucket, :]
     if untie_cls:
         theta1, theta2 = full[:, 0, 0], full[:, 1, 1]
         v[:, 1:, 0] = theta2[:, None]
@@ -83,14 +92,121 @@ def tupe_bias(weights, n, num_heads, untie_cls, relative_table=None):
 
 
 def attention_probabilities(
-    x, wq, bq, wk, bk, scale, bias, key_mask, query_offset=None, key_offset=None
+    x,
+    wq,
+    bq,
+    wk,
+    bk,
+    scale,
+    bias,
+    key_mask,
+    query_offset=None,
+    key_offset=None,
+    rope_wavelength=None,
 ):
-    """softmax_j(c q.k + beta) with masked keys excluded; `(B, H, n, n)`."""
+    """softmax_j(c q.k + beta) with masked keys excluded; `(B, H, n, n)`.
+
+    With `rope_wavelength`, the projected q and k are rotated (RoPE)."""
     q = np.einsum("bnd,dhk->bnhk", x, wq) + bq
     k = np.einsum("bnd,dhk->bnhk", x, wk) + bk
     if query_offset is not None:
         q = q + query_offset
         k = k + key_offset
+    if rope_wavelength is not None:
+        q = rope_rotate(q, rope_wavelength)
+        k = rope_rotate(k, rope_wavelength)
     logits = scale * np.einsum("bqhk,bshk->bhqs", q, k) + bias
     logits = np.where(key_mask[:, None, None, :].astype(bool), logits, -np.inf)
     return softmax(logits)
+
+
+def diet_absolute_bias(query_positions, key_positions, n):
+    """DIET-ABS `(units, H', n, n)` from tables `(units, H', N, rank)`."""
+    q, k = query_positions[:, :, :n], key_positions[:, :, :n]
+    return np.einsum("uhir,uhjr->uhij", q, k)
+
+
+def diet_relative_bias(table, n):
+    """DIET-REL `(units, H', n, n)`: `R[clip(j - i, -(N-1), N-1)]` from
+    tables `(units, H', 2N - 1)` (entry `N - 1` is `j - i = 0`)."""
+    longest = (table.shape[-1] + 1) // 2
+    out = np.zeros(table.shape[:2] + (n, n))
+    for i in range(n):
+        for j in range(n):
+            offset = min(max(j - i, -(longest - 1)), longest - 1)
+            out[:, :, i, j] = table[:, :, offset + longest - 1]
+    return out
+
+
+def untied_offsets(weights, n, num_heads, epsilon=1e-5):
+    """BERT-A^d's `(LN(p) U^Q + b^Q, LN(p) U^K + b^K)`, `(n, H, d)` each."""
+    p = layer_norm(
+        weights["table"][:n], weights["ln_gamma"], weights["ln_beta"], epsilon
+    )
+    d = p.shape[1] // num_heads
+    return (
+        (p @ weights["uq"] + weights["bq"]).reshape(n, num_heads, d),
+        (p @ weights["uk"] + weights["bk"]).reshape(n, num_heads, d),
+    )
+
+
+def rope_rotate(x, max_wavelength=10000.0):
+    """RoPE on `(..., n, heads, d)` with positions `0..n-1` along axis -3.
+
+    Pairs `(k, k + d/2)` turn by `i * max_wavelength^(-2k/d)`.
+    """
+    n, d = x.shape[-3], x.shape[-1]
+    half = d // 2
+    frequency = max_wavelength ** (-2.0 * np.arange(half) / d)
+    angle = np.arange(n)[:, None] * frequency[None, :]  # (n, d/2)
+    cos = np.cos(angle)[:, None, :]
+    sin = np.sin(angle)[:, None, :]
+    low, high = x[..., :half], x[..., half:]
+    return np.concatenate(
+        [low * cos - high * sin, low * sin + high * cos], axis=-1
+    )
+
+
+def alibi_slopes(num_heads, maximum=8):
+    """ALiBi slopes: `2^(-8(h+1)/H)` for a power of two, else the original
+    interpolation (closest power's slopes, then every other slope of twice
+    that many)."""
+
+    def power_of_two(count):
+        return [2.0 ** (-maximum * (h + 1) / count) for h in range(count)]
+
+    if math.log2(num_heads).is_integer():
+        return np.array(power_of_two(num_heads))
+    closest = 2 ** math.floor(math.log2(num_heads))
+    extra = alibi_slopes(2 * closest, maximum)[0::2][: num_heads - closest]
+    return np.concatenate([power_of_two(closest), extra])
+
+
+def alibi_bias(num_heads, n):
+    """`-m_h |i - j|`, `(H, n, n)`."""
+    index = np.arange(n)
+    distance = np.abs(index[None, :] - index[:, None])
+    return -alibi_slopes(num_heads)[:, None, None] * distance
+
+
+def tupe_reference_layout_bias(
+    weights, n, num_heads, relative_table, num_buckets=32, max_distance=128
+):
+    """TUPE-R as in the authors' code (`cls_relative="reference"`).
+
+    The absolute part is reset (Eq. 9); then a relative table of
+    `num_buckets + 1` rows is added, where the `[CLS]` row (all `j`,
+    `[CLS]`->`[CLS]` included) uses bucket `num_buckets / 2` and column 0
+    of the other rows uses the extra bucket `num_buckets`.
+    """
+    v = tupe_bias(weights, n, num_heads, untie_cls=True)
+    for i in range(n):
+        for j in range(n):
+            if i == 0:
+                bucket = num_buckets // 2
+            elif j == 0:
+                bucket = num_buckets
+            else:
+                bucket = t5_bucket(j - i, num_buckets, max_distance)
+            v[:, i, j] += relative_table[bucket]
+    return v

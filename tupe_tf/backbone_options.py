@@ -29,9 +29,12 @@ POSITION_ENCODINGS = (
     "bert-ad",
     "diet-abs",
     "diet-rel",
+    "rope",
+    "alibi",
 )
 SEGMENT_ENCODINGS = ("input", "per-head")
 POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
+CLS_RELATIVES = ("reset", "reference")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +103,20 @@ BACKBONE_OPTIONS = (
     ),
     BackboneOption(
         "relative_max_distance", 128, int, "T5 relative maximum distance."
+    ),
+    BackboneOption(
+        "rope_max_wavelength",
+        10000.0,
+        float,
+        "rope: base wavelength of the rotary angles (positive).",
+    ),
+    BackboneOption(
+        "cls_relative",
+        "reset",
+        str,
+        "tupe-r: reset: reset the sum v + b (paper Eq. 11); reference: the "
+        "authors' code ([CLS] gets its own relative buckets).",
+        CLS_RELATIVES,
     ),
 )
 

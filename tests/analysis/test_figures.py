@@ -1,8 +1,22 @@
 import matplotlib.image
+import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 
 import tupe_tf
 from tupe_tf.analysis import figures
+
+
+def _backbone(option):
+    return tupe_tf.TupeBackbone(
+        vocabulary_size=50,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+        position_encoding=option,
+    )
 
 
 def test_numerical_ranks_of_known_matrices():
@@ -13,16 +27,56 @@ def test_numerical_ranks_of_known_matrices():
     assert figures.numerical_ranks(full[None])[0] == 12
 
 
-def test_positional_bias_png(tmp_path):
-    backbone = tupe_tf.TupeBackbone(
-        vocabulary_size=50,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=16,
-        position_encoding="diet-rel",
+@pytest.mark.parametrize(
+    "option, drawn_layers",
+    [("diet-rel", 2), ("tupe-r", 1), ("bert", 1), ("alibi", 1), ("rope", 1)],
+)
+def test_positional_bias_figure_draws_the_bias(option, drawn_layers):
+    backbone = _backbone(option)
+    bias = backbone.positional_bias(8)
+    fig = figures.positional_bias_figure(backbone, 8)
+    try:
+        axes = [ax for ax in fig.axes if ax.images]
+        assert len(axes) == drawn_layers * 2
+        for index, ax in enumerate(axes):
+            layer, head = divmod(index, 2)
+            np.testing.assert_array_equal(
+                np.asarray(ax.images[0].get_array()), bias[layer, head]
+            )
+    finally:
+        plt.close(fig)
+
+
+def test_positional_bias_png_is_written(tmp_path):
+    path = figures.plot_positional_bias(
+        _backbone("diet-rel"), 8, str(tmp_path / "b.png")
     )
-    path = figures.plot_positional_bias(backbone, 8, str(tmp_path / "b.png"))
     image = matplotlib.image.imread(path)
     assert image.ndim == 3 and image.shape[0] > 100
+    assert not (tmp_path / "b.png.tmp.png").exists()
+
+
+def test_attention_ranks_figure_draws_the_ranks():
+    ranks = {
+        "a": {
+            "content": np.array([3.0, 4.0]),
+            "with_bias": np.array([7.0, 8.0]),
+            "head_dim": 4,
+            "sequence_length": 8,
+        },
+        "b": {
+            "content": np.array([1.0, 2.0]),
+            "with_bias": np.array([5.0, 6.0]),
+            "head_dim": 4,
+            "sequence_length": 8,
+        },
+    }
+    fig = figures.attention_ranks_figure(ranks)
+    try:
+        heights = [
+            [bar.get_height() for bar in container]
+            for container in fig.axes[0].containers
+        ]
+    finally:
+        plt.close(fig)
+    assert heights == [[3, 4], [7, 8], [1, 2], [5, 6]]

@@ -26,18 +26,29 @@ CHECKS = os.path.join(os.path.dirname(__file__), "fresh_process_checks.py")
 @pytest.fixture(scope="module")
 def reference(exports):
     """In-memory results and export paths, saved for the subprocess."""
-    backbone = exports.classifier.backbone
-    pair = encoder_inputs(
-        in_memory_packed(exports.classifier_preprocessor, TEXTS_A, TEXTS_B)
+    return save_reference(
+        exports.classifier,
+        exports.classifier_preprocessor,
+        encoder=exports.encoder,
+        preprocessor_export=exports.preprocessor,
+        serving=exports.serving_pair,
+        root=exports.root,
     )
-    single = encoder_inputs(
-        in_memory_packed(exports.classifier_preprocessor, TEXTS_A)
-    )
+
+
+def save_reference(
+    classifier, preprocessor, encoder, preprocessor_export, serving, root
+):
+    """Writes `reference.npz` under `root` for `fresh_process_checks.py`:
+    the export paths and the in-memory pair classifier's results."""
+    backbone = classifier.backbone
+    pair = encoder_inputs(in_memory_packed(preprocessor, TEXTS_A, TEXTS_B))
+    single = encoder_inputs(in_memory_packed(preprocessor, TEXTS_A))
     outputs = in_memory_encoder_outputs(backbone, pair)
     ref = {
-        "encoder": exports.encoder,
-        "preprocessor": exports.preprocessor,
-        "serving": exports.serving_pair,
+        "encoder": encoder,
+        "preprocessor": preprocessor_export,
+        "serving": serving,
         "texts_a": np.array(TEXTS_A),
         "texts_b": np.array(TEXTS_B),
         "seq_length": SEQ_LENGTH,
@@ -45,7 +56,7 @@ def reference(exports):
         "num_trainable": len(backbone.trainable_weights),
         "pooled_output": outputs["pooled_output"],
         "sequence_output": outputs["sequence_output"],
-        "logits": np.asarray(exports.classifier(backbone_inputs(pair))),
+        "logits": np.asarray(classifier(backbone_inputs(pair))),
         "single_pooled_output": in_memory_encoder_outputs(backbone, single)[
             "pooled_output"
         ],
@@ -56,12 +67,12 @@ def reference(exports):
             for i, t in enumerate(outputs["encoder_outputs"])
         },
     }
-    path = os.path.join(exports.root, "reference.npz")
+    path = os.path.join(root, "reference.npz")
     np.savez(path, **ref)
     return path
 
 
-def _run(mode, reference):
+def run_checks(mode, reference):
     root = os.path.dirname(os.path.dirname(os.path.dirname(CHECKS)))
     env = dict(os.environ)
     env.pop("TF_USE_LEGACY_KERAS", None)
@@ -82,10 +93,10 @@ def _run(mode, reference):
 
 
 def test_keras3_saved_model_load_tfsm_layer_and_hub_load(reference):
-    passed = _run("keras3", reference)
+    passed = run_checks("keras3", reference)
     assert len(passed) == 8, passed
 
 
 def test_tf_keras_hub_keras_layer_trainable(reference):
-    passed = _run("tf_keras", reference)
+    passed = run_checks("tf_keras", reference)
     assert len(passed) == 4, passed

@@ -20,18 +20,18 @@ def test_matches_numpy_and_keras_attention_without_bias():
     )
     w = {
         name: keras.ops.convert_to_numpy(getattr(layer, name).kernel)
-        for name in ("_query_dense", "_key_dense")
+        for name in ("query_dense", "key_dense")
     }
     b = {
         name: keras.ops.convert_to_numpy(getattr(layer, name).bias)
-        for name in ("_query_dense", "_key_dense")
+        for name in ("query_dense", "key_dense")
     }
     expected = ref.attention_probabilities(
         x,
-        w["_query_dense"],
-        b["_query_dense"],
-        w["_key_dense"],
-        b["_key_dense"],
+        w["query_dense"],
+        b["query_dense"],
+        w["key_dense"],
+        b["key_dense"],
         0.3,
         bias,
         mask,

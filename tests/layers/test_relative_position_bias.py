@@ -31,12 +31,35 @@ def test_layer_output_and_config():
         num_heads=3, max_sequence_length=20, num_buckets=8, max_distance=10
     )
     bias = np.asarray(layer(np.zeros((2, 7), "int32")))
-    assert bias.shape == (1, 3, 7, 7)
+    assert bias.shape == (1, 1, 3, 7, 7)
     table = np.asarray(layer.relative_attention_bias)
     for i in range(7):
         for j in range(7):
             np.testing.assert_allclose(
-                bias[0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
+                bias[0, 0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
             )
+    clone = RelativePositionBias.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+
+
+def test_cls_buckets_layout():
+    layer = RelativePositionBias(
+        num_heads=2,
+        max_sequence_length=12,
+        num_buckets=8,
+        max_distance=10,
+        cls_buckets=True,
+    )
+    bias = np.asarray(layer(np.zeros((1, 6), "int32")))
+    table = np.asarray(layer.relative_attention_bias)
+    assert table.shape == (9, 2)
+    for i in range(6):
+        for j in range(6):
+            bucket = (
+                4 if i == 0 else 8 if j == 0 else ref.t5_bucket(j - i, 8, 10)
+            )
+            np.testing.assert_allclose(bias[0, 0, :, i, j], table[bucket])
+    # Bucket 4 (= 8 / 2) is never produced by the bucket function.
+    assert 4 not in relative_position_buckets(np.arange(-50, 51), 8, 10)
     clone = RelativePositionBias.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()

@@ -38,6 +38,18 @@ ALL_CONFIGS = [
         position_sharing="none",
     ),
     dict(position_encoding="bert", segment_encoding="per-head"),
+    dict(position_encoding="rope"),
+    dict(position_encoding="rope", rope_max_wavelength=100.0),
+    dict(position_encoding="alibi"),
+    dict(position_encoding="alibi", segment_encoding="per-head"),
+    dict(position_encoding="rope", segment_encoding="per-head"),
+    dict(position_encoding="tupe-r", cls_relative="reference"),
+]
+# One of each kind of content-free part, per-layer tables included.
+POSITIONAL_BIAS_CONFIGS = ALL_CONFIGS[:13] + [
+    dict(position_encoding="rope"),
+    dict(position_encoding="alibi"),
+    dict(position_encoding="tupe-r", cls_relative="reference"),
 ]
 
 
@@ -91,6 +103,14 @@ def np_(variable):
     return keras.ops.convert_to_numpy(variable).astype("float64")
 
 
+def weights_by_path(layer):
+    """A layer's weights as float64 arrays, keyed by their path below it."""
+    return {
+        variable.path.split("/", 1)[1]: np_(variable)
+        for variable in layer.weights
+    }
+
+
 def reference_bias(backbone, inputs):
     """beta `(1|B, H, n, n)` for layer 0 and the query/key offsets."""
     n = inputs["token_ids"].shape[1]
@@ -114,15 +134,12 @@ def reference_bias(backbone, inputs):
             "bk": np_(layer.key_projection.bias),
         }
         if option == "bert-ad":
-            p = ref.layer_norm(
-                weights["table"][:n],
-                weights["ln_gamma"],
-                weights["ln_beta"],
-                1e-12,
-            )
-            offsets = (
-                (p @ weights["uq"] + weights["bq"]).reshape(n, HEADS, HEAD_DIM),
-                (p @ weights["uk"] + weights["bk"]).reshape(n, HEADS, HEAD_DIM),
+            # LN_p's epsilon is the TUPE reference code's 1e-5.
+            offsets = ref.untied_offsets(weights, n, HEADS, epsilon=1e-5)
+        elif backbone.cls_relative == "reference":
+            relative = np_(layer.relative_position_bias.relative_attention_bias)
+            bias[0] = ref.tupe_reference_layout_bias(
+                weights, n, HEADS, relative
             )
         else:
             relative = (
@@ -133,6 +150,8 @@ def reference_bias(backbone, inputs):
             bias[0] = ref.tupe_bias(
                 weights, n, HEADS, backbone.untie_cls, relative
             )
+    elif option == "alibi":
+        bias[0] = ref.alibi_bias(HEADS, n)
     elif option == "diet-abs":
         pq, pk = np_(layer.query_positions), np_(layer.key_positions)
         bias[0] = pq[0, :, :n] @ np.swapaxes(pk[0, :, :n], -1, -2)
@@ -172,44 +191,49 @@ def reference_layer0(backbone, inputs):
         "bert-ad": 1 / math.sqrt(4 * HEAD_DIM),
     }.get(option, 1 / math.sqrt(HEAD_DIM))
     bias, (query_offset, key_offset) = reference_bias(backbone, inputs)
-    layer = backbone.transformer_layers[0]
-    attention = layer._self_attention_layer
+    w = weights_by_path(backbone.transformer_layers[0])
     probs = ref.attention_probabilities(
         x,
-        np_(attention._query_dense.kernel),
-        np_(attention._query_dense.bias),
-        np_(attention._key_dense.kernel),
-        np_(attention._key_dense.bias),
+        w["self_attention_layer/query/kernel"],
+        w["self_attention_layer/query/bias"],
+        w["self_attention_layer/key/kernel"],
+        w["self_attention_layer/key/bias"],
         scale,
         bias,
         inputs["padding_mask"],
         query_offset,
         key_offset,
+        backbone.rope_max_wavelength if option == "rope" else None,
     )
-    value = np.einsum("bnd,dhk->bnhk", x, np_(attention._value_dense.kernel))
-    value = value + np_(attention._value_dense.bias)
+    value = np.einsum(
+        "bnd,dhk->bnhk", x, w["self_attention_layer/value/kernel"]
+    )
+    value = value + w["self_attention_layer/value/bias"]
     context = np.einsum("bhqs,bshk->bqhk", probs, value)
     out = np.einsum(
-        "bqhk,hkd->bqd", context, np_(attention._output_dense.kernel)
+        "bqhk,hkd->bqd",
+        context,
+        w["self_attention_layer/attention_output/kernel"],
     )
-    out = out + np_(attention._output_dense.bias)
+    out = out + w["self_attention_layer/attention_output/bias"]
     x = ref.layer_norm(
         out + x,
-        np_(layer._self_attention_layer_norm.gamma),
-        np_(layer._self_attention_layer_norm.beta),
+        w["self_attention_layer_norm/gamma"],
+        w["self_attention_layer_norm/beta"],
         1e-12,
     )
     hidden = ref.gelu_tanh(
-        x @ np_(layer._feedforward_intermediate_dense.kernel)
-        + np_(layer._feedforward_intermediate_dense.bias)
+        x @ w["feedforward_intermediate_dense/kernel"]
+        + w["feedforward_intermediate_dense/bias"]
     )
-    ffn = hidden @ np_(layer._feedforward_output_dense.kernel) + np_(
-        layer._feedforward_output_dense.bias
+    ffn = (
+        hidden @ w["feedforward_output_dense/kernel"]
+        + w["feedforward_output_dense/bias"]
     )
     x = ref.layer_norm(
         ffn + x,
-        np_(layer._feedforward_layer_norm.gamma),
-        np_(layer._feedforward_layer_norm.beta),
+        w["feedforward_layer_norm/gamma"],
+        w["feedforward_layer_norm/beta"],
         1e-12,
     )
     return probs, x
@@ -231,7 +255,7 @@ def test_layer0_matches_numpy_spec(options):
     )
 
     # The probabilities themselves, from the layer's attention scores.
-    attention = layer0._self_attention_layer
+    attention = layer0.attention_layer
     captured = {}
     original_call = attention.call
 
@@ -249,7 +273,7 @@ def test_layer0_matches_numpy_spec(options):
     np.testing.assert_allclose(captured["probs"], expected_probs, atol=1e-5)
 
 
-@pytest.mark.parametrize("options", ALL_CONFIGS[:13], ids=config_id)
+@pytest.mark.parametrize("options", POSITIONAL_BIAS_CONFIGS, ids=config_id)
 def test_positional_bias_matches_numpy(options):
     backbone = make_backbone(**options)
     randomize(backbone, seed=3)
@@ -398,21 +422,45 @@ def test_gradients_reach_every_positional_parameter(options):
         assert float(tf.reduce_max(tf.abs(table_grad[0]))) > 0
 
 
+def count_compute_bias_calls(layer, call):
+    """Runs `call()` and counts `layer.compute_bias` calls during it."""
+    calls = []
+    original = layer.compute_bias
+
+    def counting(length):
+        calls.append(length)
+        return original(length)
+
+    layer.compute_bias = counting
+    try:
+        call()
+    finally:
+        layer.compute_bias = original
+    return len(calls)
+
+
 def test_position_bias_computed_once_and_shared():
+    inputs = make_inputs()
     backbone = make_backbone(position_encoding="tupe-r")
-    assert len(backbone.position_bias._inbound_nodes) == 1
+    assert (
+        count_compute_bias_calls(
+            backbone.position_bias, lambda: backbone(inputs)
+        )
+        == 1
+    )
     biases = [
-        node.arguments.kwargs["attention_bias"]
-        for layer in backbone.transformer_layers
-        for node in layer._inbound_nodes
+        arguments["attention_bias"]
+        for arguments in backbone.layer_attention_arguments
     ]
+    assert len(biases) == LAYERS
     assert all(b is biases[0] for b in biases)
     diet = make_backbone(position_encoding="diet-rel")  # per-layer tables
-    assert len(diet.position_bias._inbound_nodes) == 1
+    assert (
+        count_compute_bias_calls(diet.position_bias, lambda: diet(inputs)) == 1
+    )
     biases = [
-        node.arguments.kwargs["attention_bias"]
-        for layer in diet.transformer_layers
-        for node in layer._inbound_nodes
+        arguments["attention_bias"]
+        for arguments in diet.layer_attention_arguments
     ]
     assert biases[0] is not biases[1]
 
@@ -455,6 +503,11 @@ def test_parameter_count_deltas_at_bert_base_dims():
         == 18_481_152
     )
     assert count(position_encoding="diet-rel") - bert == -245_904
+    # RoPE and ALiBi have no parameters: only the input table goes.
+    assert count(position_encoding="rope") - bert == -512 * 768
+    assert count(position_encoding="alibi") - bert == -512 * 768
+    reference = count(position_encoding="tupe-r", cls_relative="reference")
+    assert reference - count(position_encoding="tupe-r") == 12
 
 
 @pytest.mark.parametrize(
@@ -477,6 +530,42 @@ def test_parameter_count_deltas_at_bert_base_dims():
             "relative_buckets",
         ),
         (dict(num_heads=5), "divisible"),
+        (
+            dict(position_encoding="rope", rope_max_wavelength=0),
+            "rope_max_wavelength must be a positive|rope_max_wavelength",
+        ),
+        (
+            dict(position_encoding="rope", rope_max_wavelength=-1.0),
+            "`rope_max_wavelength` must be a positive number",
+        ),
+        (
+            dict(position_encoding="tupe-r", rope_max_wavelength=500.0),
+            r"`rope_max_wavelength` only applies to \['rope'\]",
+        ),
+        (
+            dict(position_encoding="tupe-a", cls_relative="reference"),
+            r"`cls_relative` only applies to \['tupe-r'\]",
+        ),
+        (
+            dict(position_encoding="tupe-r", cls_relative="paper"),
+            "cls_relative.*reference",
+        ),
+        (
+            dict(
+                position_encoding="tupe-r",
+                cls_relative="reference",
+                untie_cls=False,
+            ),
+            "untie_cls",
+        ),
+        (
+            dict(position_encoding="alibi", position_sharing="none"),
+            "position_sharing",
+        ),
+        (
+            dict(position_encoding="rope", hidden_dim=24, num_heads=8),
+            "even",
+        ),
     ],
 )
 def test_bad_options_are_refused(kwargs, match):
@@ -520,7 +609,9 @@ def test_too_long_batch_is_refused_clearly(option):
     )
 
 
-@pytest.mark.parametrize("option", ["tupe-r", "diet-abs", "bert-ad"])
+@pytest.mark.parametrize(
+    "option", ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"]
+)
 def test_variable_lengths_xla_and_fold(option):
     backbone = make_backbone(
         position_encoding=option, segment_encoding="per-head"
@@ -540,7 +631,9 @@ def test_variable_lengths_xla_and_fold(option):
         backbone.unfold_positional_bias()
 
 
-@pytest.mark.parametrize("option", ["tupe-r", "diet-rel", "bert-r"])
+@pytest.mark.parametrize(
+    "option", ["tupe-r", "diet-rel", "bert-r", "rope", "alibi"]
+)
 def test_mixed_bfloat16(option):
     float_model = make_backbone(position_encoding=option)
     randomize(float_model, seed=4)
@@ -570,7 +663,9 @@ def test_mixed_bfloat16(option):
     assert np.isfinite(history.history["loss"]).all()
 
 
-@pytest.mark.parametrize("option", ["bert", "tupe-a", "bert-ad", "diet-rel"])
+@pytest.mark.parametrize(
+    "option", ["bert", "tupe-a", "bert-ad", "diet-rel", "rope", "alibi"]
+)
 def test_attention_logits_and_rank_bound(option):
     backbone = make_backbone(position_encoding=option)
     randomize(backbone, seed=9)
@@ -589,7 +684,7 @@ def test_attention_logits_and_rank_bound(option):
         for m in content[1][0]
     ]
     assert max(ranks) <= HEAD_DIM + (1 if option == "bert-ad" else 0)
-    if option in ("tupe-a", "diet-rel"):
+    if option in ("tupe-a", "diet-rel", "alibi"):
         full = [
             np.linalg.matrix_rank(
                 m.astype("float64"), tol=1e-4 * np.abs(m).max()
@@ -597,3 +692,35 @@ def test_attention_logits_and_rank_bound(option):
             for m in with_bias[1][0]
         ]
         assert min(full) > HEAD_DIM
+
+
+def test_rope_logits_depend_only_on_the_offset():
+    """Same token and segment everywhere: layer 0's input is the same
+    vector at every position, so with RoPE its logits are Toeplitz
+    (depend only on j - i); shifting both positions changes nothing."""
+    backbone = make_backbone(position_encoding="rope")
+    randomize(backbone, seed=11)
+    inputs = {
+        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
+        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
+        "padding_mask": np.ones((1, MAX_LEN), "int32"),
+    }
+    logits = backbone.attention_logits(inputs)[0][0]  # (H, n, n)
+    for shift in (1, 3, 7):
+        np.testing.assert_allclose(
+            logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
+        )
+    assert np.std(logits[:, 0, :]) > 1e-3  # positions do matter
+    np.testing.assert_array_equal(
+        backbone.positional_bias(MAX_LEN), np.zeros((LAYERS, HEADS, 16, 16))
+    )
+
+
+def test_alibi_positional_bias_is_the_alibi_matrix_for_every_layer():
+    backbone = make_backbone(position_encoding="alibi")
+    bias = backbone.positional_bias(11)
+    for layer_index in range(LAYERS):
+        np.testing.assert_allclose(
+            bias[layer_index], ref.alibi_bias(HEADS, 11), atol=1e-6
+        )
+    assert backbone.position_bias.weights == []

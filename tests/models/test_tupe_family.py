@@ -41,8 +41,9 @@ def tiny_backbone(**options):
     )
 
 
-def test_keras_hub_bert_tasks_accept_the_backbone():
-    backbone = tiny_backbone(position_encoding="tupe-r")
+@pytest.mark.parametrize("option", ["tupe-r", "rope", "alibi"])
+def test_keras_hub_bert_tasks_accept_the_backbone(option):
+    backbone = tiny_backbone(position_encoding=option)
     mlm = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
     x = {
         "token_ids": np.array([[2, 5, 4, 7, 3, 0]] * 2, "int32"),
@@ -58,7 +59,9 @@ def test_keras_hub_bert_tasks_accept_the_backbone():
     assert classifier(x).shape == (2, 3)
 
 
-@pytest.mark.parametrize("option", ["tupe-r", "diet-abs", "bert-ad"])
+@pytest.mark.parametrize(
+    "option", ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"]
+)
 def test_masked_lm_preset_round_trip(tmp_path, option):
     tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
     preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
@@ -139,16 +142,26 @@ def test_keras_file_round_trip(tmp_path, option):
     np.testing.assert_allclose(restored(x), mlm(x), atol=1e-6)
 
 
-def test_backbone_config_round_trip_keeps_every_option():
-    backbone = tiny_backbone(
-        position_encoding="diet-abs",
-        position_rank=3,
-        position_sharing="head-wise",
-        segment_encoding="per-head",
-    )
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(
+            position_encoding="diet-abs",
+            position_rank=3,
+            position_sharing="head-wise",
+            segment_encoding="per-head",
+        ),
+        dict(position_encoding="rope", rope_max_wavelength=500.0),
+        dict(position_encoding="tupe-r", cls_relative="reference"),
+    ],
+)
+def test_backbone_config_round_trip_keeps_every_option(options):
+    backbone = tiny_backbone(**options)
     clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
     assert clone.get_config() == backbone.get_config()
     assert clone.count_params() == backbone.count_params()
+    for name, value in options.items():
+        assert clone.get_config()[name] == value
 
 
 def test_check_preset_names_what_is_wrong(tmp_path):
@@ -170,3 +183,24 @@ def test_check_preset_names_what_is_wrong(tmp_path):
         tupe_tf.check_preset(preset)
     with pytest.raises(ValueError, match="does not exist"):
         tupe_tf.check_preset(str(tmp_path / "nowhere"))
+
+
+def test_misspelt_backbone_argument_is_refused_with_a_suggestion():
+    with pytest.raises(TypeError) as error:
+        tupe_tf.TupeBackbone(
+            vocabulary_size=50,
+            num_layers=1,
+            num_heads=2,
+            hidden_dim=8,
+            intermediate_dim=16,
+            max_sequence_length=16,
+            position_encodingg="bert",
+            positon_rank=3,
+        )
+    message = str(error.value)
+    assert "`position_encodingg` (did you mean `position_encoding`?)" in message
+    assert "`positon_rank` (did you mean `position_rank`?)" in message
+    # What Keras passes when deserializing is still accepted.
+    backbone = tiny_backbone(name="named", trainable=False, dtype="float32")
+    clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
+    assert clone.name == "named" and clone.trainable is False

@@ -10,7 +10,7 @@ from data_pipeline import fileio  # noqa: E402
 
 
 def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
-    """Heat maps of `backbone.positional_bias` per head (and layer).
+    """Writes `positional_bias_figure` to a PNG file.
 
     Args:
         backbone: a `tupe_tf.TupeBackbone`.
@@ -20,6 +20,21 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
 
     Returns:
         `path`.
+    """
+    fig = positional_bias_figure(backbone, sequence_length, max_layers)
+    _save(fig, path)
+    return path
+
+
+def positional_bias_figure(backbone, sequence_length, max_layers=4):
+    """Heat maps of `backbone.positional_bias` per head (and layer).
+
+    One axes per drawn (layer, head), in row-major order; each shows
+    `positional_bias(n)[layer, head]`. Only layer 0 is drawn when all
+    layers share the bias.
+
+    Returns:
+        The matplotlib figure (the caller saves or closes it).
     """
     bias = backbone.positional_bias(sequence_length)  # (L, H, n, n)
     shared = all(np.allclose(bias[0], b) for b in bias[1:])
@@ -46,8 +61,7 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
-    return path
+    return fig
 
 
 def numerical_ranks(matrices, relative_tolerance=1e-4):
@@ -80,11 +94,24 @@ def attention_ranks(backbone, inputs):
 
 
 def plot_attention_ranks(ranks_by_model, path):
-    """Bars of attention-logit rank per layer for one or more models.
+    """Writes `attention_ranks_figure` to a PNG file; returns `path`.
 
     Args:
         ranks_by_model: dict name -> `attention_ranks(...)` output.
         path: output PNG path.
+    """
+    _save(attention_ranks_figure(ranks_by_model), path)
+    return path
+
+
+def attention_ranks_figure(ranks_by_model):
+    """Bars of attention-logit rank per layer for one or more models.
+
+    For each model, in order, two bar containers: its `content` ranks, then
+    its `with_bias` ranks (one bar per layer).
+
+    Returns:
+        The matplotlib figure (the caller saves or closes it).
     """
     fig, ax = plt.subplots(figsize=(7, 4))
     names = list(ranks_by_model)
@@ -124,8 +151,7 @@ def plot_attention_ranks(ranks_by_model, path):
     ax.legend(fontsize=7)
     ax.set_title("Attention rank: positions at the input vs per head")
     fig.tight_layout()
-    _save(fig, path)
-    return path
+    return fig
 
 
 def _save(fig, path):

@@ -17,11 +17,11 @@ import tensorflow_text as tf_text
 # keras-hub's own pre-tokenization graph (lowercase, accents, splitting):
 # reusing it, rather than TF-Text's `BasicTokenizer`, which orders case
 # folding and accent stripping differently, keeps the export token-for-token
-# identical to `TupeTokenizer` (keras-hub is pinned in setup.py).
-from keras_hub.src.tokenizers.word_piece_tokenizer import MAX_BYTES_PER_WORD
-from keras_hub.src.tokenizers.word_piece_tokenizer import pretokenize
-
+# identical to `TupeTokenizer` (keras-hub is pinned in setup.py; the
+# import is listed in tupe_tf.layers.keras_hub_internals).
 from tupe_tf.export import export_lib
+from tupe_tf.layers.keras_hub_internals import MAX_BYTES_PER_WORD
+from tupe_tf.layers.keras_hub_internals import pretokenize
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 MAX_SEGMENTS = 2

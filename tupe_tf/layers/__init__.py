@@ -1,5 +1,6 @@
 """Keras layers of tupe-tf: positional attention biases and biased attention."""
 
+from tupe_tf.layers.alibi_position_bias import AlibiPositionBias
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
@@ -7,6 +8,8 @@ from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.relative_position_bias import relative_position_buckets
+from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_bias import reset_cls
+from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers.rotary_position_tables import rotate
+
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
 class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
@@ -35,9 +37,12 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             and rank 3 `(batch, n, m)` is keras' attention mask.
         attention_bias: optional float tensor broadcastable to
             `(batch, heads, n, m)`, e.g. `(1, heads, n, m)`.
-        query_offset: optional `(n, heads, key_dim)` added to the projected
-            query (BERT-A^d's position term).
-        key_offset: optional `(m, heads, key_dim)` added to the projected key.
+        query_key_offsets: optional `(2, n, heads, key_dim)`: row 0 is added
+            to the projected query, row 1 to the projected key (BERT-A^d's
+            position terms; self-attention, so `n == m`).
+        rotary_tables: optional `(2, n, 1, key_dim)` cos/sin tables of
+            `RotaryPositionTables`: the projected query and key of each head
+            are rotated (RoPE; self-attention, so `n == m`).
         return_attention_scores: bool. Also return the probabilities.
         training: bool. Dropout on when True.
 
@@ -66,15 +71,15 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         key=None,
         attention_mask=None,
         attention_bias=None,
-        query_offset=None,
-        key_offset=None,
+        query_key_offsets=None,
+        rotary_tables=None,
         return_attention_scores=False,
         training=None,
     ):
         if key is None:
             key = value
         logits = self.attention_logits(
-            query, key, attention_bias, query_offset, key_offset
+            query, key, attention_bias, query_key_offsets, rotary_tables
         )
         value = self._value_dense(value)
         if attention_mask is not None:
@@ -99,8 +104,8 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         query,
         key,
         attention_bias=None,
-        query_offset=None,
-        key_offset=None,
+        query_key_offsets=None,
+        rotary_tables=None,
     ):
         """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
 
@@ -108,10 +113,13 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         """
         query = self._query_dense(query)
         key = self._key_dense(key)
-        if query_offset is not None:
-            query = query + ops.cast(query_offset, query.dtype)
-        if key_offset is not None:
-            key = key + ops.cast(key_offset, key.dtype)
+        if query_key_offsets is not None:
+            offsets = ops.cast(query_key_offsets, query.dtype)
+            query = query + offsets[0]
+            key = key + offsets[1]
+        if rotary_tables is not None:
+            query = rotate(query, rotary_tables)
+            key = rotate(key, rotary_tables)
         query = ops.multiply(query, ops.cast(self._content_scale, query.dtype))
         logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
         if attention_bias is not None:

@@ -2,9 +2,9 @@
 
 import keras
 from keras_hub.layers import TransformerEncoder
-from keras_hub.src.utils.keras_utils import clone_initializer
 
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
+from tupe_tf.layers.keras_hub_internals import clone_initializer
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -33,7 +33,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
         inputs: tensor `(batch, n, hidden)`.
         padding_mask: optional `(batch, n)`, 1/True for real tokens.
         attention_bias: optional float `(1 or batch, heads, n, n)`.
-        query_offset, key_offset: optional `(n, heads, head_dim)`.
+        query_key_offsets: optional `(2, n, heads, head_dim)`, added to the
+            projected query (row 0) and key (row 1).
+        rotary_tables: optional `(2, n, 1, head_dim)` RoPE cos/sin tables.
         training: bool.
         return_attention_scores: bool. Also return the attention
             probabilities `(batch, heads, n, n)`.
@@ -123,8 +125,8 @@ class BiasedTransformerEncoder(TransformerEncoder):
         inputs,
         padding_mask=None,
         attention_bias=None,
-        query_offset=None,
-        key_offset=None,
+        query_key_offsets=None,
+        rotary_tables=None,
         training=None,
         return_attention_scores=False,
     ):
@@ -137,8 +139,8 @@ class BiasedTransformerEncoder(TransformerEncoder):
             value=x,
             attention_mask=padding_mask,
             attention_bias=attention_bias,
-            query_offset=query_offset,
-            key_offset=key_offset,
+            query_key_offsets=query_key_offsets,
+            rotary_tables=rotary_tables,
             return_attention_scores=return_attention_scores,
             training=training,
         )
@@ -163,6 +165,31 @@ class BiasedTransformerEncoder(TransformerEncoder):
         if return_attention_scores:
             return x, attention_scores
         return x
+
+    @property
+    def attention_layer(self):
+        """The `BiasedMultiHeadAttention` of this layer (after `build`)."""
+        return self._self_attention_layer
+
+    def attention_logits(
+        self,
+        inputs,
+        attention_bias=None,
+        query_key_offsets=None,
+        rotary_tables=None,
+    ):
+        """float32 self-attention logits `(batch, heads, n, n)`, unmasked.
+
+        Args:
+            inputs: the layer's input `(batch, n, hidden)`.
+            attention_bias, query_key_offsets, rotary_tables: as in `call`.
+        """
+        x = inputs
+        if self.normalize_first:
+            x = self._self_attention_layer_norm(x)
+        return self._self_attention_layer.attention_logits(
+            x, x, attention_bias, query_key_offsets, rotary_tables
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -1,16 +1,23 @@
-"""Base class of the content-free (position-only) attention bias layers."""
+"""Base class of the content-free (position-only) attention layers."""
 
 import keras
 import numpy as np
 from keras import ops
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sequence_length import checked_sequence_length
 
 
 class PositionBiasLayer(keras.layers.Layer):
     """A layer whose output depends only on its weights and the length.
 
-    Subclasses implement `compute_bias(sequence_length)`. The layer is called
+    Subclasses implement `compute_bias(sequence_length)`. Attention bias
+    layers return a float32 tensor `(units, 1, heads, n, n)` (`units` is 1
+    when all layers share the bias, else `num_layers`; `heads` is 1 when the
+    heads share it); query/key transform layers return the tensor their
+    attention argument takes. Either kind also gives `content_free_bias(n)`,
+    the position-only part of the logits in the bias layout, for inspection
+    and figures. The layer is called
     on any tensor whose axis 1 is the sequence (normally `token_ids`), so it
     fits a functional graph. The output is computed once per forward pass and
     shared by every transformer layer that uses it.
@@ -28,6 +35,7 @@ class PositionBiasLayer(keras.layers.Layer):
     def __init__(self, max_sequence_length, **kwargs):
         # The bias is always built in float32 (SPEC); it is cast where it
         # meets the attention logits.
+        refuse_unknown_keywords(type(self), kwargs)
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         self.max_sequence_length = int(max_sequence_length)
@@ -35,6 +43,14 @@ class PositionBiasLayer(keras.layers.Layer):
 
     def compute_bias(self, sequence_length):
         raise NotImplementedError
+
+    def content_free_bias(self, sequence_length):
+        """The position-only logits `(units, 1, heads, n, n)`, float32.
+
+        For a bias layer this is its output; query/key transform layers
+        override it.
+        """
+        return self.compute_bias(sequence_length)
 
     def call(self, inputs):
         length = checked_sequence_length(inputs, self.max_sequence_length)

@@ -56,19 +56,24 @@ class RelativePositionBias(PositionBiasLayer):
         max_sequence_length: int. The longest sequence supported.
         num_buckets: int. Number of buckets over both directions (even).
         max_distance: int. Distances beyond it share the last bucket.
+        cls_buckets: bool. The TUPE authors' layout for TUPE-R: the table
+            gets one more row; the `[CLS]` row (all keys, `[CLS]` included)
+            uses bucket `num_buckets / 2`, which `bucket(j - i)` never
+            produces, and column 0 of every other row the extra bucket
+            `num_buckets`.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
         inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
 
     Returns:
-        A float32 tensor of shape `(1, num_heads, n, n)`.
+        A float32 tensor of shape `(1, 1, num_heads, n, n)`.
 
     Example:
     ```python
     layer = tupe_tf.layers.RelativePositionBias(
         num_heads=4, max_sequence_length=128)
-    bias = layer(np.zeros((2, 16), "int32"))  # (1, 4, 16, 16)
+    bias = layer(np.zeros((2, 16), "int32"))  # (1, 1, 4, 16, 16)
     ```
     """
 
@@ -78,6 +83,7 @@ class RelativePositionBias(PositionBiasLayer):
         max_sequence_length,
         num_buckets=32,
         max_distance=128,
+        cls_buckets=False,
         initializer="truncated_normal",
         **kwargs,
     ):
@@ -96,16 +102,20 @@ class RelativePositionBias(PositionBiasLayer):
         self.num_heads = num_heads
         self.num_buckets = num_buckets
         self.max_distance = max_distance
+        self.cls_buckets = cls_buckets
         self.initializer = keras.initializers.get(initializer)
         positions = np.arange(self.max_sequence_length)
         self._bucket_matrix = relative_position_buckets(
             positions[None, :] - positions[:, None], num_buckets, max_distance
         )
+        if cls_buckets:
+            self._bucket_matrix[1:, 0] = num_buckets
+            self._bucket_matrix[0, :] = num_buckets // 2
 
     def build(self, input_shape=None):
         self.relative_attention_bias = self.add_weight(
             name="relative_attention_bias",
-            shape=(self.num_buckets, self.num_heads),
+            shape=(self.num_buckets + int(self.cls_buckets), self.num_heads),
             initializer=self.initializer,
         )
         self.built = True
@@ -113,9 +123,9 @@ class RelativePositionBias(PositionBiasLayer):
     def compute_bias(self, sequence_length):
         buckets = ops.convert_to_tensor(self._bucket_matrix)
         buckets = buckets[:sequence_length, :sequence_length]
-        # One gather: (n, n, heads) -> (1, heads, n, n).
+        # One gather: (n, n, heads) -> (1, 1, heads, n, n).
         values = ops.take(self.relative_attention_bias, buckets, axis=0)
-        return ops.expand_dims(ops.transpose(values, (2, 0, 1)), 0)
+        return ops.transpose(values, (2, 0, 1))[None, None]
 
     def get_config(self):
         config = super().get_config()
@@ -124,6 +134,7 @@ class RelativePositionBias(PositionBiasLayer):
                 "num_heads": self.num_heads,
                 "num_buckets": self.num_buckets,
                 "max_distance": self.max_distance,
+                "cls_buckets": self.cls_buckets,
                 "initializer": keras.initializers.serialize(self.initializer),
             }
         )

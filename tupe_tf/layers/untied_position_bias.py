@@ -5,8 +5,9 @@ import math
 import keras
 from keras import ops
 
-from tupe_tf.layers.position_bias_layer import PositionBiasLayer
+from tupe_tf.backbone_options import CLS_RELATIVES
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
+from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 
 
 def reset_cls(bias, theta_cls_row, theta_cls_column):
@@ -33,12 +34,14 @@ def reset_cls(bias, theta_cls_row, theta_cls_column):
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
-class UntiedPositionBias(PositionBiasLayer):
+class UntiedPositionBias(UntiedPositionOffsets):
     """TUPE's position-to-position correlation, shared by all layers.
 
     `v[h,i,j] = scale * (LN_p(p_i) U^Q + b^Q)_h . (LN_p(p_j) U^K + b^K)_h`
     with a learned table `p`, its own LayerNorm and its own `D x D`
-    projections (with bias). `scale` defaults to `1/sqrt(2d)`.
+    projections (with bias), all those of `UntiedPositionOffsets`, which
+    this layer extends: it returns their correlation instead of the
+    projections. `scale` defaults to `1/sqrt(2d)`.
 
     With `untie_cls=True` the table has `max_sequence_length + 1` rows, as in
     the authors' reference code: token `i` uses row `i + 1`, `theta1` (the
@@ -50,12 +53,11 @@ class UntiedPositionBias(PositionBiasLayer):
     With `relative_buckets` set (TUPE-R), T5 relative buckets are added and,
     as in the paper's Eq. 11, the reset is applied to the sum `v + b`: each
     head gets one learned scalar for the `[CLS]` row and one for the
-    `[CLS]` column.
-
-    With `output_projections=True` the layer instead returns the projected
-    positions `(LN_p(p) U^Q + b^Q, LN_p(p) U^K + b^K)`, each
-    `(n, heads, head_dim)`, for the BERT-A^d ablation, which adds them to the
-    per-layer query and key.
+    `[CLS]` column. `cls_relative="reference"` instead follows the authors'
+    code: the absolute part alone is reset, then relative buckets are added
+    in which `[CLS]`'s row and column have their own entries (see
+    `RelativePositionBias(cls_buckets=True)`), so their weights map one to
+    one.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -64,9 +66,11 @@ class UntiedPositionBias(PositionBiasLayer):
         untie_cls: bool. Apply the `[CLS]` reset.
         relative_buckets: int or None. T5 buckets for TUPE-R.
         relative_max_distance: int. T5 maximum distance.
+        cls_relative: str. `reset` (Eq. 11) or `reference` (the authors'
+            layout; needs `untie_cls` and `relative_buckets`).
         scale: float or None. Defaults to `1/sqrt(2 * head_dim)`.
-        output_projections: bool. Return projections instead of the bias.
-        layer_norm_epsilon: float. Epsilon of `LN_p`.
+        layer_norm_epsilon: float. Epsilon of `LN_p` (1e-5, the reference
+            code's).
         initializer: initializer of the table and projections.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
@@ -74,13 +78,13 @@ class UntiedPositionBias(PositionBiasLayer):
         inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
 
     Returns:
-        A float32 tensor `(1, num_heads, n, n)`, or the two projections.
+        A float32 tensor `(1, 1, num_heads, n, n)`.
 
     Example:
     ```python
     layer = tupe_tf.layers.UntiedPositionBias(
         num_heads=4, hidden_dim=64, max_sequence_length=128)
-    bias = layer(np.zeros((2, 16), "int32"))  # (1, 4, 16, 16)
+    bias = layer(np.zeros((2, 16), "int32"))  # (1, 1, 4, 16, 16)
     ```
     """
 
@@ -92,57 +96,37 @@ class UntiedPositionBias(PositionBiasLayer):
         untie_cls=True,
         relative_buckets=None,
         relative_max_distance=128,
+        cls_relative="reset",
         scale=None,
-        output_projections=False,
-        layer_norm_epsilon=1e-12,
+        layer_norm_epsilon=1e-5,
         initializer=None,
         **kwargs,
     ):
-        super().__init__(max_sequence_length=max_sequence_length, **kwargs)
-        if hidden_dim % num_heads:
+        super().__init__(
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            max_sequence_length=max_sequence_length,
+            scale=scale,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer=initializer,
+            **kwargs,
+        )
+        if cls_relative not in CLS_RELATIVES:
             raise ValueError(
-                f"`hidden_dim` ({hidden_dim}) must be divisible by "
-                f"`num_heads` ({num_heads})."
+                f"`cls_relative` must be one of {CLS_RELATIVES}. Received: "
+                f"cls_relative={cls_relative!r}"
             )
-        if output_projections and (untie_cls or relative_buckets):
+        if cls_relative == "reference" and not (untie_cls and relative_buckets):
             raise ValueError(
-                "`output_projections=True` (BERT-A^d) takes neither "
-                "`untie_cls` nor `relative_buckets`."
+                '`cls_relative="reference"` is the [CLS] layout of TUPE-R: it '
+                "needs `untie_cls=True` and relative buckets (tupe-r). "
+                f"Received: untie_cls={untie_cls}, "
+                f"relative_buckets={relative_buckets}"
             )
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.head_dim = hidden_dim // num_heads
         self.untie_cls = untie_cls
+        self.cls_relative = cls_relative
         self.relative_buckets = relative_buckets
         self.relative_max_distance = relative_max_distance
-        self.scale = scale
-        self.output_projections = output_projections
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.TruncatedNormal(stddev=0.02)
-        )
-        self._scale = (
-            scale if scale is not None else 1.0 / math.sqrt(2 * self.head_dim)
-        )
-        self._row_offset = 1 if untie_cls else 0
-
-        self.position_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon,
-            dtype="float32",
-            name="position_layer_norm",
-        )
-        self.query_projection = keras.layers.Dense(
-            hidden_dim,
-            kernel_initializer=self.initializer,
-            dtype="float32",
-            name="position_query_projection",
-        )
-        self.key_projection = keras.layers.Dense(
-            hidden_dim,
-            kernel_initializer=self.initializer,
-            dtype="float32",
-            name="position_key_projection",
-        )
         self.relative_position_bias = None
         if relative_buckets:
             self.relative_position_bias = RelativePositionBias(
@@ -150,66 +134,53 @@ class UntiedPositionBias(PositionBiasLayer):
                 max_sequence_length=max_sequence_length,
                 num_buckets=relative_buckets,
                 max_distance=relative_max_distance,
+                cls_buckets=cls_relative == "reference",
                 initializer=self.initializer,
                 name="relative_position_bias",
             )
 
+    @property
+    def _row_offset(self):
+        return 1 if self.untie_cls else 0
+
+    def _default_scale(self):
+        return 1.0 / math.sqrt(2 * self.head_dim)
+
     def build(self, input_shape=None):
-        self.position_embeddings = self.add_weight(
-            name="position_embeddings",
-            shape=(
-                self.max_sequence_length + self._row_offset,
-                self.hidden_dim,
-            ),
-            initializer=self.initializer,
-        )
-        self.position_layer_norm.build((None, self.hidden_dim))
-        self.query_projection.build((None, self.hidden_dim))
-        self.key_projection.build((None, self.hidden_dim))
+        super().build(input_shape)
         if self.relative_position_bias is not None:
             self.relative_position_bias.build()
-        self.built = True
-
-    def _project(self, num_rows):
-        positions = self.position_layer_norm(
-            self.position_embeddings[:num_rows]
-        )
-        shape = (num_rows, self.num_heads, self.head_dim)
-        query = ops.reshape(self.query_projection(positions), shape)
-        key = ops.reshape(self.key_projection(positions), shape)
-        return query, key
 
     def compute_bias(self, sequence_length):
         offset = self._row_offset
-        query, key = self._project(sequence_length + offset)
-        if self.output_projections:
-            return query, key
+        query, key = self.project(sequence_length + offset)
         token_query, token_key = query[offset:], key[offset:]
         bias = ops.einsum("ihd,jhd->hij", token_query, token_key) * self._scale
+        relative = None
         if self.relative_position_bias is not None:
-            bias = (
-                bias
-                + self.relative_position_bias.compute_bias(sequence_length)[0]
-            )
+            relative = self.relative_position_bias.compute_bias(sequence_length)
+            relative = relative[0, 0]
+        if relative is not None and self.cls_relative == "reset":
+            bias = bias + relative  # Eq. 11: the reset covers the sum.
         if self.untie_cls:
             # theta_k: row k of the table correlated with itself.
             theta = ops.sum(query[:2] * key[:2], axis=-1) * self._scale
             bias = reset_cls(bias, theta[0], theta[1])
-        return ops.expand_dims(bias, 0)
+        if relative is not None and self.cls_relative == "reference":
+            bias = bias + relative  # [CLS] has its own buckets here.
+        return bias[None, None]
+
+    def content_free_bias(self, sequence_length):
+        return self.compute_bias(sequence_length)
 
     def get_config(self):
         config = super().get_config()
         config.update(
             {
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
                 "untie_cls": self.untie_cls,
                 "relative_buckets": self.relative_buckets,
                 "relative_max_distance": self.relative_max_distance,
-                "scale": self.scale,
-                "output_projections": self.output_projections,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer": keras.initializers.serialize(self.initializer),
+                "cls_relative": self.cls_relative,
             }
         )
         return config

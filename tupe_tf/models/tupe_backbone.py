@@ -1,8 +1,8 @@
 """A keras-hub BERT encoder with TUPE / DIET positional encodings."""
 
 import json
-import math
 import os
+import types
 
 import keras
 import numpy as np
@@ -10,34 +10,17 @@ from keras import ops
 from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
-from keras_hub.src.utils.keras_utils import gelu_approximate
 
-from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
-from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
-from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
-from tupe_tf.layers.relative_position_bias import RelativePositionBias
+from tupe_tf.layers.keras_hub_internals import gelu_approximate
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
-from tupe_tf.layers.untied_position_bias import UntiedPositionBias
+from tupe_tf.models.position_encodings import bert_initializer
+from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.version import __version__
-
-# Options whose absolute positions are added to the word embeddings.
-_INPUT_POSITION_ENCODINGS = ("bert", "bert-r")
-_DEFAULT_SHARING = {"diet-abs": "layer-wise", "diet-rel": "none"}
-
-
-def _bert_initializer():
-    return keras.initializers.TruncatedNormal(stddev=0.02)
-
-
-def _choose(name, value, options):
-    if value not in options:
-        raise ValueError(
-            f"`{name}` must be one of {options}. Received: {name}={value!r}"
-        )
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -60,6 +43,12 @@ class TupeBackbone(Backbone):
       layer's query and key, `c = 1/sqrt(4d)` on the whole product.
     - `diet-abs`: low-rank per-head absolute bias `P_Q P_K^T`.
     - `diet-rel`: per-head relative scalars `R_h[j - i]`.
+    - `rope`: `LN(w + s)`, every layer rotates its query and key (RoPE,
+      keras-hub's `RotaryEmbedding` tables), `beta = 0`.
+    - `alibi`: `LN(w + s)`, fixed symmetric `beta = -m_h |i - j|` (ALiBi).
+
+    What each option builds is declared once, in
+    `tupe_tf.models.position_encodings`.
 
     Position-only biases are computed once per forward pass and shared by
     every layer that shares them.
@@ -75,7 +64,8 @@ class TupeBackbone(Backbone):
         max_sequence_length: int. Longest sequence the encoder accepts.
         num_segments: int. Number of segment ids.
         position_encoding: str. One of `bert`, `bert-r`, `tupe-a`, `tupe-r`,
-            `bert-ad`, `diet-abs`, `diet-rel`. Defaults to `tupe-r`.
+            `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`. Defaults to
+            `tupe-r`.
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
             accept `False`.
@@ -87,6 +77,11 @@ class TupeBackbone(Backbone):
             `none` for `diet-rel`. Other options share one bias by all layers.
         relative_buckets: int. T5 buckets (`bert-r`, `tupe-r`).
         relative_max_distance: int. T5 maximum distance.
+        rope_max_wavelength: float. For `rope`: the base wavelength of the
+            rotation angles; must be positive.
+        cls_relative: str. For `tupe-r`: `reset` (the paper's Eq. 11, reset
+            of the sum) or `reference` (the authors' code: `[CLS]` gets its
+            own relative buckets; see docs/spec.md).
         dtype: string or `keras.mixed_precision.DTypePolicy`.
 
     Example:
@@ -121,56 +116,54 @@ class TupeBackbone(Backbone):
         position_sharing=None,
         relative_buckets=32,
         relative_max_distance=128,
+        rope_max_wavelength=10000.0,
+        cls_relative="reset",
         dtype=None,
         **kwargs,
     ):
+        # A misspelt option must not silently build the default model.
+        refuse_unknown_keywords(TupeBackbone, kwargs)
+        # Every BACKBONE_OPTIONS argument, by name (one list of them).
+        options = {
+            name: value
+            for name, value in locals().items()
+            if name in OPTION_DEFAULTS
+        }
         # === Validation: refuse bad combinations before building anything ===
-        _choose("position_encoding", position_encoding, POSITION_ENCODINGS)
-        _choose("segment_encoding", segment_encoding, SEGMENT_ENCODINGS)
+        if segment_encoding not in SEGMENT_ENCODINGS:
+            raise ValueError(
+                f"`segment_encoding` must be one of {SEGMENT_ENCODINGS}. "
+                f"Received: segment_encoding={segment_encoding!r}"
+            )
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}"
             )
-        is_tupe = position_encoding.startswith("tupe")
-        is_diet = position_encoding.startswith("diet")
-        if not untie_cls and not is_tupe:
-            raise ValueError(
-                "`untie_cls=False` only applies to `tupe-a` and `tupe-r`. "
-                f"Received: position_encoding={position_encoding!r}"
-            )
-        if position_rank is not None and position_encoding != "diet-abs":
-            raise ValueError(
-                "`position_rank` only applies to `diet-abs`. Received: "
-                f"position_encoding={position_encoding!r}"
-            )
-        if is_diet:
-            sharing = position_sharing or _DEFAULT_SHARING[position_encoding]
-            _choose("position_sharing", sharing, POSITION_SHARINGS)
-        else:
-            if position_sharing not in (None, "layer-wise"):
-                raise ValueError(
-                    "`position_sharing` other than `layer-wise` only applies "
-                    "to `diet-abs` and `diet-rel` (the other options share "
-                    "one position bias by all layers). Received: "
-                    f"position_encoding={position_encoding!r}, "
-                    f"position_sharing={position_sharing!r}"
-                )
-            sharing = "layer-wise"
+        encoding, sharing = validated_encoding(options)
         head_dim = hidden_dim // num_heads
+        layer_args = types.SimpleNamespace(
+            **options,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            head_dim=head_dim,
+            sharing=sharing,
+            initializer=bert_initializer(),
+        )
 
         # === Layers ===
         self.token_embedding = ReversibleEmbedding(
             input_dim=vocabulary_size,
             output_dim=hidden_dim,
-            embeddings_initializer=_bert_initializer(),
+            embeddings_initializer=bert_initializer(),
             dtype=dtype,
             name="token_embedding",
         )
         self.position_embedding = None
-        if position_encoding in _INPUT_POSITION_ENCODINGS:
+        if encoding.input_positions:
             self.position_embedding = PositionEmbedding(
-                initializer=_bert_initializer(),
+                initializer=bert_initializer(),
                 sequence_length=max_sequence_length,
                 dtype=dtype,
                 name="position_embedding",
@@ -180,7 +173,7 @@ class TupeBackbone(Backbone):
             self.segment_embedding = keras.layers.Embedding(
                 input_dim=num_segments,
                 output_dim=hidden_dim,
-                embeddings_initializer=_bert_initializer(),
+                embeddings_initializer=bert_initializer(),
                 dtype=dtype,
                 name="segment_embedding",
             )
@@ -193,53 +186,10 @@ class TupeBackbone(Backbone):
         self.embeddings_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
-
-        # The content-free bias layer(s); all float32 (see PositionBiasLayer).
-        self.position_bias = None
-        content_scale = None  # 1/sqrt(d)
-        if position_encoding == "bert-r":
-            self.position_bias = RelativePositionBias(
-                num_heads=num_heads,
-                max_sequence_length=max_sequence_length,
-                num_buckets=relative_buckets,
-                max_distance=relative_max_distance,
-                initializer=_bert_initializer(),
-                name="relative_position_bias",
-            )
-        elif is_tupe or position_encoding == "bert-ad":
-            self.position_bias = UntiedPositionBias(
-                num_heads=num_heads,
-                hidden_dim=hidden_dim,
-                max_sequence_length=max_sequence_length,
-                untie_cls=untie_cls and is_tupe,
-                relative_buckets=(
-                    relative_buckets if position_encoding == "tupe-r" else None
-                ),
-                relative_max_distance=relative_max_distance,
-                output_projections=position_encoding == "bert-ad",
-                initializer=_bert_initializer(),
-                name="untied_position_bias",
-            )
-            content_scale = 1.0 / math.sqrt((2 if is_tupe else 4) * head_dim)
-        elif position_encoding == "diet-abs":
-            self.position_bias = DietAbsolutePositionBias(
-                num_layers=num_layers,
-                num_heads=num_heads,
-                max_sequence_length=max_sequence_length,
-                rank=position_rank or head_dim,
-                sharing=sharing,
-                initializer=_bert_initializer(),
-                name="diet_absolute_position_bias",
-            )
-        elif position_encoding == "diet-rel":
-            self.position_bias = DietRelativePositionBias(
-                num_layers=num_layers,
-                num_heads=num_heads,
-                max_sequence_length=max_sequence_length,
-                sharing=sharing,
-                initializer=_bert_initializer(),
-                name="diet_relative_position_bias",
-            )
+        # The content-free layer of the option (float32, PositionBiasLayer).
+        self.position_bias = (
+            encoding.build(layer_args) if encoding.build else None
+        )
         self.segment_bias = None
         if segment_encoding == "per-head":
             self.segment_bias = SegmentAttentionBias(
@@ -247,82 +197,74 @@ class TupeBackbone(Backbone):
                 num_heads=num_heads,
                 num_segments=num_segments,
                 sharing=sharing,
-                initializer=_bert_initializer(),
+                initializer=bert_initializer(),
                 name="segment_attention_bias",
             )
-
-        self.transformer_layers = []
-        for i in range(num_layers):
-            self.transformer_layers.append(
-                BiasedTransformerEncoder(
-                    num_heads=num_heads,
-                    intermediate_dim=intermediate_dim,
-                    content_scale=content_scale,
-                    activation=gelu_approximate,
-                    dropout=dropout,
-                    layer_norm_epsilon=1e-12,
-                    kernel_initializer=_bert_initializer(),
-                    dtype=dtype,
-                    name=f"transformer_layer_{i}",
-                )
+        self.transformer_layers = [
+            BiasedTransformerEncoder(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                content_scale=encoding.content_scale(head_dim),
+                activation=gelu_approximate,
+                dropout=dropout,
+                layer_norm_epsilon=1e-12,
+                kernel_initializer=bert_initializer(),
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
             )
+            for i in range(num_layers)
+        ]
         self.pooled_dense = keras.layers.Dense(
             hidden_dim,
-            kernel_initializer=_bert_initializer(),
+            kernel_initializer=bert_initializer(),
             activation="tanh",
             dtype=dtype,
             name="pooled_dense",
         )
 
         # === Functional Model ===
-        token_id_input = keras.Input(
-            shape=(None,), dtype="int32", name="token_ids"
-        )
-        segment_id_input = keras.Input(
-            shape=(None,), dtype="int32", name="segment_ids"
-        )
-        padding_mask_input = keras.Input(
-            shape=(None,), dtype="int32", name="padding_mask"
-        )
-        tokens = self.token_embedding(token_id_input)
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        tokens = self.token_embedding(inputs["token_ids"])
         embeddings = [tokens]
         if self.position_embedding is not None:
             embeddings.append(self.position_embedding(tokens))
         if self.segment_embedding is not None:
-            embeddings.append(self.segment_embedding(segment_id_input))
+            embeddings.append(self.segment_embedding(inputs["segment_ids"]))
         x = self.embeddings_add(embeddings) if len(embeddings) > 1 else tokens
         x = self.embeddings_layer_norm(x)
         x = self.embeddings_dropout(x)
 
-        layer_kwargs = _per_layer_attention_inputs(
-            position_encoding,
+        # Each content-free tensor is computed once, here, for all layers.
+        self.layer_attention_arguments = per_layer_attention_arguments(
             num_layers,
-            position_bias=(
-                self.position_bias(token_id_input)
+            encoding.attention_argument,
+            (
+                self.position_bias(inputs["token_ids"])
                 if self.position_bias is not None
                 else None
             ),
-            segment_bias=(
-                self.segment_bias(segment_id_input)
+            (
+                self.segment_bias(inputs["segment_ids"])
                 if self.segment_bias is not None
                 else None
             ),
         )
-        for transformer_layer, kwargs_i in zip(
-            self.transformer_layers, layer_kwargs
+        self.layer_inputs = []
+        for transformer_layer, arguments in zip(
+            self.transformer_layers, self.layer_attention_arguments
         ):
+            self.layer_inputs.append(x)
             x = transformer_layer(
-                x, padding_mask=padding_mask_input, **kwargs_i
+                x, padding_mask=inputs["padding_mask"], **arguments
             )
         sequence_output = x
         cls_token_index = 0
         pooled_output = self.pooled_dense(x[:, cls_token_index, :])
         super().__init__(
-            inputs={
-                "token_ids": token_id_input,
-                "segment_ids": segment_id_input,
-                "padding_mask": padding_mask_input,
-            },
+            inputs=inputs,
             outputs={
                 "sequence_output": sequence_output,
                 "pooled_output": pooled_output,
@@ -337,16 +279,8 @@ class TupeBackbone(Backbone):
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
-        self.dropout = dropout
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.position_encoding = position_encoding
-        self.untie_cls = untie_cls
-        self.segment_encoding = segment_encoding
-        self.position_rank = position_rank
-        self.position_sharing = position_sharing
-        self.relative_buckets = relative_buckets
-        self.relative_max_distance = relative_max_distance
+        for name, value in options.items():
+            setattr(self, name, value)
         self.cls_token_index = cls_token_index
 
     def call(self, inputs, training=None, mask=None):
@@ -372,25 +306,18 @@ class TupeBackbone(Backbone):
         Returns:
             A float32 NumPy array `(num_layers, num_heads, n, n)`: the
             position-only part of `beta` after the `[CLS]` reset (segment
-            part excluded; zeros for `bert`). For `bert-ad` it is the
+            part excluded; zeros for `bert` and `rope`, the ALiBi matrix
+            `-m_h |i - j|` for `alibi`). For `bert-ad` it is the
             position-position term `(p U^Q)(p U^K)^T / sqrt(4d)`.
         """
         n = int(sequence_length)
         shape = (self.num_layers, self.num_heads, n, n)
         if self.position_bias is None:
             return np.zeros(shape, "float32")
-        token_ids = np.zeros((1, n), "int32")
-        bias = self.position_bias(token_ids)
-        if self.position_encoding == "bert-ad":
-            query, key = bias
-            head_dim = self.hidden_dim // self.num_heads
-            bias = ops.einsum("ihd,jhd->hij", query, key) / math.sqrt(
-                4 * head_dim
-            )
+        bias = self.position_bias.content_free_bias(n)
         bias = ops.convert_to_numpy(bias).astype("float32")
-        # (units, 1, heads', n, n) or (1, heads, n, n) -> (L, H, n, n).
-        bias = bias.reshape((-1,) + bias.shape[-3:])
-        return np.broadcast_to(bias, shape).copy()
+        # (units, 1, heads', n, n) -> (L, H, n, n).
+        return np.broadcast_to(bias[:, 0], shape).copy()
 
     def attention_logits(self, inputs, include_bias=True):
         """Every layer's attention logits, for inspection (eager).
@@ -406,33 +333,20 @@ class TupeBackbone(Backbone):
             A list of float32 NumPy arrays `(batch, heads, n, n)`, one per
             layer, before masking and softmax.
         """
-        tensors = []
-        for layer in self.transformer_layers:
-            node = layer._inbound_nodes[0]
-            kwargs = {
-                name: node.arguments.kwargs[name]
-                for name in ("attention_bias", "query_offset", "key_offset")
-                if node.arguments.kwargs.get(name) is not None
-            }
-            tensors.append((node.arguments.args[0], kwargs))
-        probe = keras.Model(self.input, keras.tree.flatten(tensors))
-        values = keras.tree.pack_sequence_as(tensors, probe(inputs))
+        probe = keras.Model(
+            self.input, [self.layer_inputs, self.layer_attention_arguments]
+        )
+        layer_inputs, arguments = probe(inputs)
         logits = []
-        for layer, (x, kwargs) in zip(self.transformer_layers, values):
-            attention = layer._self_attention_layer
+        for layer, x, layer_arguments in zip(
+            self.transformer_layers, layer_inputs, arguments
+        ):
+            layer_arguments = dict(layer_arguments)
+            if not include_bias:
+                layer_arguments.pop("attention_bias", None)
             logits.append(
                 ops.convert_to_numpy(
-                    attention.attention_logits(
-                        x,
-                        x,
-                        attention_bias=(
-                            kwargs.get("attention_bias")
-                            if include_bias
-                            else None
-                        ),
-                        query_offset=kwargs.get("query_offset"),
-                        key_offset=kwargs.get("key_offset"),
-                    )
+                    layer.attention_logits(x, **layer_arguments)
                 )
             )
         return logits
@@ -480,66 +394,48 @@ class TupeBackbone(Backbone):
                 "num_heads": self.num_heads,
                 "hidden_dim": self.hidden_dim,
                 "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "max_sequence_length": self.max_sequence_length,
-                "num_segments": self.num_segments,
-                "position_encoding": self.position_encoding,
-                "untie_cls": self.untie_cls,
-                "segment_encoding": self.segment_encoding,
-                "position_rank": self.position_rank,
-                "position_sharing": self.position_sharing,
-                "relative_buckets": self.relative_buckets,
-                "relative_max_distance": self.relative_max_distance,
+                **{name: getattr(self, name) for name in OPTION_DEFAULTS},
             }
         )
         return config
 
 
-def _per_layer_attention_inputs(
-    position_encoding, num_layers, position_bias, segment_bias
+def per_layer_attention_arguments(
+    num_layers, position_argument, position_output, segment_bias
 ):
     """Keyword arguments of each transformer layer's call.
 
-    Shared parts are summed once and the same tensor goes to every layer
-    that shares it; per-layer tables are sliced from one batched tensor.
+    Args:
+        num_layers: int.
+        position_argument: the attention argument that takes
+            `position_output` (see `position_encodings.PositionEncoding`).
+        position_output: the content-free layer's output or None; a bias
+            is `(units, 1, heads, n, n)`.
+        segment_bias: `(units, batch, heads, n, n)` or None.
+
+    Returns:
+        A list of `num_layers` dicts (without the arguments an option
+        does not use). Shared parts are summed once and the
+        same tensor goes to every layer that shares it; per-layer tables
+        are sliced from one batched tensor.
     """
-    if position_encoding == "bert-ad":
-        query_offset, key_offset = position_bias
-        offsets = {"query_offset": query_offset, "key_offset": key_offset}
-        position_bias = None
-    else:
-        offsets = {}
-    # Normalise to a list of `units` tensors of shape (1|B, heads, n, n).
-    if position_bias is not None and len(position_bias.shape) == 5:
-        position_units = [
-            position_bias[u] for u in range(position_bias.shape[0])
-        ]
-    elif position_bias is not None:
-        position_units = [position_bias]
-    else:
-        position_units = [None]
-    segment_units = (
-        [segment_bias[u] for u in range(segment_bias.shape[0])]
-        if segment_bias is not None
-        else [None]
-    )
+    shared = {}
+    biases = []
+    if position_argument == "attention_bias":
+        biases.append(position_output)
+    elif position_output is not None:
+        shared[position_argument] = position_output
+    biases.append(segment_bias)
+    biases = [b for b in biases if b is not None]
     summed = {}
-    layer_kwargs = []
+    layer_arguments = []
     for layer_index in range(num_layers):
-        p = layer_index if len(position_units) > 1 else 0
-        s = layer_index if len(segment_units) > 1 else 0
-        if (p, s) not in summed:
-            parts = [
-                t
-                for t in (position_units[p], segment_units[s])
-                if t is not None
-            ]
-            summed[(p, s)] = (
-                None
-                if not parts
-                else parts[0]
-                if len(parts) == 1
-                else parts[0] + parts[1]
-            )
-        layer_kwargs.append({"attention_bias": summed[(p, s)], **offsets})
-    return layer_kwargs
+        units = tuple(layer_index if b.shape[0] > 1 else 0 for b in biases)
+        if biases and units not in summed:
+            parts = [b[u] for b, u in zip(biases, units)]
+            summed[units] = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        arguments = dict(shared)
+        if biases:
+            arguments["attention_bias"] = summed[units]
+        layer_arguments.append(arguments)
+    return layer_arguments
