@@ -501,7 +501,10 @@ def run_comparison(config: CompareConfig, max_runs=None):
         if run.kind == "pretrain":
             result = run_pretrain(config, run, data)
             if run.seed == config.seeds[0]:
-                draw_bias_map(config, run)
+                try:
+                    draw_bias_map(config, run)
+                except Exception as error:  # a picture never stops a study
+                    print(f"[compare] no bias map of {run.key}: {error!r}")
         else:
             result = run_finetune(config, run, data)
         _write_json(result_path(config, run), result)
@@ -515,11 +518,15 @@ def run_comparison(config: CompareConfig, max_runs=None):
 
 def draw_bias_map(config, run):
     """Positional-bias heat map of a trained model (needs the model)."""
+    import numpy as np
+
     from tupe_tf.analysis import figures
     from tupe_tf.models.tupe_backbone import TupeBackbone
 
     preset = os.path.join(_model_dir(config, run.variant, run.seed), "preset")
     backbone = TupeBackbone.from_preset(preset)
+    if not np.any(backbone.positional_bias(config.seq_length)):
+        return None  # positions only at the input: no bias to draw
     return figures.plot_positional_bias(
         backbone,
         config.seq_length,
