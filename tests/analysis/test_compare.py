@@ -205,4 +205,4 @@ def test_stats_say_no_difference_when_intervals_overlap():
     assert study_stats.step_spread([100, None, 300], 400)["text"] == (
         "300 [100, >400]"
     )
-    assert study_stats.plateau_exit_step([1, 2, 3], [6.0, 5.65, 5.5], 5.7) == 3
+    assert study_stats.plateau_exit_step([1, 2, 3], [6.0, 5.5, 5.3], 5.7) == 3
