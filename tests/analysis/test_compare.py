@@ -114,7 +114,9 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
     tuned = json.loads(
         (
-            results / "finetune" / "tupe-r__pseed0__sst2__lr0.001__seed0.json"
+            results
+            / "finetune"
+            / "tupe-r__pseed0__sst2__lr0.001__ep1__seed0.json"
         ).read_text()
     )
     assert 0.0 <= tuned["score"] <= 1.0
@@ -155,7 +157,7 @@ def test_plan_puts_seed_zero_of_every_variant_first(tmp_path, tiny_data):
     # Core variants' extra seeds come before the second fine-tuning seed;
     # tupe-a (not core) gets only seed 0 by default.
     assert keys.index("pretrain/tupe-r__seed2") < keys.index(
-        "finetune/bert__pseed0__sst2__lr0.001__seed1"
+        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed1"
     )
     assert "pretrain/tupe-a__seed1" not in keys
 

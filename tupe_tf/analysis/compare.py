@@ -145,10 +145,15 @@ class CompareConfig:
             "eval_interval": self.eval_interval,
             "eval_steps": self.eval_steps,
             "heldout_fraction": self.heldout_fraction,
-            "glue_epochs": self.glue_epochs,
-            "glue_seq_length": self.glue_seq_length,
-            "glue_batch_size": self.glue_batch_size,
-            "glue_max_train_examples": self.glue_max_train_examples,
+        }
+
+    def glue_recipe(self):
+        """The fine-tuning settings a fine-tuning result depends on."""
+        return {
+            "epochs": self.glue_epochs,
+            "seq_length": self.glue_seq_length,
+            "batch_size": self.glue_batch_size,
+            "max_train_examples": self.glue_max_train_examples,
         }
 
 
@@ -187,6 +192,7 @@ class Run:
     task: Optional[str] = None
     learning_rate: Optional[float] = None
     pretrain_seed: Optional[int] = None
+    epochs: Optional[int] = None
 
     @property
     def key(self):
@@ -194,7 +200,8 @@ class Run:
             return f"pretrain/{self.variant}__seed{self.seed}"
         return (
             f"finetune/{self.variant}__pseed{self.pretrain_seed}__"
-            f"{self.task}__lr{self.learning_rate:g}__seed{self.seed}"
+            f"{self.task}__lr{self.learning_rate:g}__ep{self.epochs}__"
+            f"seed{self.seed}"
         )
 
 
@@ -236,6 +243,7 @@ def plan_runs(config):
                                 task,
                                 float(lr),
                                 first,
+                                config.glue_epochs,
                             )
                         )
 
@@ -472,6 +480,7 @@ def run_finetune(config, run, data):
             float(epoch[split][primary]) for epoch in single["dev_per_epoch"]
         ],
         "num_train_examples": results["num_train_examples"],
+        "recipe": config.glue_recipe(),
         "wall_seconds": time.time() - start,
     }
 
@@ -665,6 +674,7 @@ def glue_summary(config, finetune, order):
     Selection rule: per (variant, task), the learning rate with the highest
     median dev metric over fine-tuning seeds (ties: the smaller rate).
     """
+    recipe = config.glue_recipe()
     summary = {}
     for task in config.glue_tasks:
         rows = {}
@@ -672,7 +682,11 @@ def glue_summary(config, finetune, order):
             runs = [
                 r
                 for r in finetune
-                if r["variant"] == variant and r["task"] == task
+                if r["variant"] == variant
+                and r["task"] == task
+                and r["recipe"] == recipe
+                and r["learning_rate"] in config.glue_learning_rates
+                and r["seed"] in config.glue_seeds
             ]
             if not runs:
                 continue

@@ -71,7 +71,7 @@ def plot_loss_bands(pretrain, order, plateau_loss, path):
     )
     ax.set_xscale("log")
     ax.set_xlabel("pre-training step (log scale)")
-    ax.set_ylabel("validation MLM loss (nats)")
+    ax.set_ylabel("validation MLM loss (Keras: mean over prediction slots)")
     ax.set_title("Validation MLM loss: median over seeds, band = min-max")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
@@ -83,6 +83,7 @@ def plot_extrapolation(pretrain, order, seq_length, path):
     """Held-out loss against evaluation length (median, min-max bars)."""
     colors = _colors(order)
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    lengths = [seq_length]
     for index, variant in enumerate(order):
         runs = [r for r in pretrain if r["variant"] == variant]
         if not runs:
@@ -111,6 +112,8 @@ def plot_extrapolation(pretrain, order, seq_length, path):
         )
     ax.axvline(seq_length, color="k", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.minorticks_off()
     ax.set_xlabel(f"evaluation length (trained at {seq_length})")
     ax.set_ylabel("held-out MLM loss (nats)")
     ax.set_title("Length extrapolation: the same held-out text, longer cuts")
