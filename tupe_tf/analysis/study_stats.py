@@ -44,9 +44,8 @@ def overlaps(a, b):
 def compare_to(a, reference, lower_is_better):
     """`better`, `worse` or `no difference` of `a` against `reference`.
 
-    Intervals are min-max over seeds; with one seed on either side an
-    interval is a point, so a single seed can only show a difference, never
-    its significance: the word is then suffixed with "(1 seed)".
+    Intervals are min-max over seeds; with one seed on either side there
+    is no interval, so the word is suffixed with "(1 seed: no interval)".
     """
     if a["median"] is None or reference["median"] is None:
         return "n/a"
@@ -55,7 +54,7 @@ def compare_to(a, reference, lower_is_better):
     better = (a["median"] < reference["median"]) == lower_is_better
     word = "better" if better else "worse"
     if min(a["n"], reference["n"]) < 2:
-        word += " (1 seed)"
+        word += " (1 seed: no interval)"
     return word
 
 
