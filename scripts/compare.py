@@ -1,10 +1,13 @@
-"""Pre-train every position encoding on the same data and compare them.
+r"""The comparison study of every position encoding (resumable).
 
-    python scripts/compare.py --glue_dir=../shared/data/glue   # ~60 min, 2 CPU cores
+    nohup nice -n 10 python scripts/compare.py \
+        --glue_dir=/work/shared/data/glue > runs/study.log 2>&1 &
 
-Writes `<output_dir>/val_mlm_loss.png` (TUPE fig. 5a analogue),
-`comparison.md` and `comparison.json` (TUPE Table 1 analogue: medians over
-fine-tuning seeds).
+Runs what is missing of the study (see `tupe_tf.analysis.compare`), one JSON
+file per run under `<results_dir>/<name>/`, and rewrites the tables and
+figures after every run. Rerun the same command to resume; add seeds with
+`--seeds`/`--other_seeds`/`--glue_seeds`. `--from_results` only rebuilds
+the tables and figures from the JSON files (no training, no models needed).
 """
 
 import os
@@ -18,87 +21,98 @@ from tupe_tf.analysis import compare  # noqa: E402
 
 FLAGS = flags.FLAGS
 _DEFAULTS = compare.CompareConfig()
-flags.DEFINE_string("output_dir", _DEFAULTS.output_dir, "Output directory.")
-flags.DEFINE_list(
-    "variants",
-    list(_DEFAULTS.variants),
-    f"Variants, from {list(compare.VARIANTS)}.",
+_HELP = {
+    "results_dir": "Per-run JSON files go to <results_dir>/<study name>/.",
+    "figures_dir": "Figures go to <figures_dir>/<study name>/.",
+    "output_dir": "Models and fine-tuning logs (not committed).",
+    "work_dir": "Vocabulary and shards of the study's data split.",
+    "variants": f"Variants, from {list(compare.VARIANTS)}.",
+    "seeds": f"Pre-training seeds of {list(compare.CORE_VARIANTS)}.",
+    "other_seeds": "Pre-training seeds of the other variants.",
+    "model_size": "tiny|mini|small|...",
+    "seq_length": "Pre-training sequence length.",
+    "extrapolation_factors": "Held-out lengths as multiples of it.",
+    "global_batch_size": "Pre-training batch.",
+    "num_train_steps": "Pre-training steps per run.",
+    "learning_rate": "Pre-training peak learning rate.",
+    "warmup_ratio": "Pre-training warm-up fraction.",
+    "eval_interval": "Steps between validation-loss points.",
+    "eval_steps": "Validation batches per point.",
+    "plateau_loss": "Validation loss of the plateau (report only).",
+    "glue_dir": "GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning.",
+    "glue_tasks": "GLUE tasks.",
+    "glue_learning_rates": "Fine-tuning learning rates (best median kept).",
+    "glue_seeds": "Fine-tuning seeds.",
+    "glue_epochs": "Fine-tuning epochs.",
+    "glue_seq_length": "Fine-tuning sequence length.",
+    "glue_batch_size": "Fine-tuning batch.",
+    "glue_max_train_examples": "Cap on fine-tuning examples (0: all).",
+    "heldout_fraction": "Fraction of the corpus held out, by document.",
+}
+_LISTS = {
+    "variants": str,
+    "seeds": int,
+    "other_seeds": int,
+    "extrapolation_factors": int,
+    "glue_tasks": str,
+    "glue_learning_rates": float,
+    "glue_seeds": int,
+}
+for _name, _help in _HELP.items():
+    _default = getattr(_DEFAULTS, _name)
+    if _name in _LISTS:
+        flags.DEFINE_list(_name, [str(v) for v in _default], _help)
+    elif _name == "glue_max_train_examples":
+        flags.DEFINE_integer(_name, _default or 0, _help)
+    elif isinstance(_default, bool):
+        flags.DEFINE_boolean(_name, _default, _help)
+    elif isinstance(_default, int):
+        flags.DEFINE_integer(_name, _default, _help)
+    elif isinstance(_default, float):
+        flags.DEFINE_float(_name, _default, _help)
+    else:
+        flags.DEFINE_string(_name, _default, _help)
+flags.DEFINE_boolean(
+    "from_results",
+    False,
+    "Only rebuild tables and figures from the per-run JSON files.",
 )
-flags.DEFINE_string("model_size", _DEFAULTS.model_size, "tiny|small|base|large")
-flags.DEFINE_integer("seq_length", _DEFAULTS.seq_length, "Pre-training length.")
-flags.DEFINE_integer("global_batch_size", _DEFAULTS.global_batch_size, "Batch.")
-flags.DEFINE_integer(
-    "num_train_steps",
-    _DEFAULTS.num_train_steps,
-    "Pre-training steps per variant.",
-)
-flags.DEFINE_integer(
-    "eval_interval",
-    _DEFAULTS.eval_interval,
-    "Steps between validation-loss points.",
-)
-flags.DEFINE_integer(
-    "eval_steps", _DEFAULTS.eval_steps, "Validation batches per point."
-)
-flags.DEFINE_float("learning_rate", _DEFAULTS.learning_rate, "Pre-training LR.")
-flags.DEFINE_integer("seed", _DEFAULTS.seed, "Seed of weights and data order.")
-flags.DEFINE_string(
-    "glue_dir",
-    None,
-    "GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning.",
-)
-flags.DEFINE_list("glue_tasks", list(_DEFAULTS.glue_tasks), "GLUE tasks.")
-flags.DEFINE_list(
-    "glue_seeds",
-    [str(s) for s in _DEFAULTS.glue_seeds],
-    "Fine-tuning seeds (median reported).",
-)
-flags.DEFINE_float(
-    "glue_learning_rate",
-    _DEFAULTS.glue_learning_rate,
-    "Fine-tuning learning rate.",
-)
-flags.DEFINE_integer(
-    "glue_epochs", _DEFAULTS.glue_epochs, "Fine-tuning epochs."
-)
-flags.DEFINE_integer(
-    "glue_seq_length", _DEFAULTS.glue_seq_length, "Fine-tuning sequence length."
-)
-flags.DEFINE_integer(
-    "glue_max_train_examples",
-    _DEFAULTS.glue_max_train_examples,
-    "Cap on fine-tuning examples per task (0: all).",
-)
-flags.DEFINE_string(
-    "work_dir",
-    _DEFAULTS.work_dir,
-    "Where the default vocabulary and shards are built.",
-)
+flags.DEFINE_integer("max_runs", None, "Stop after this many new runs.")
+
+
+def config_from_flags():
+    values = {}
+    for name in _HELP:
+        value = getattr(FLAGS, name)
+        if name in _LISTS:
+            try:
+                value = [_LISTS[name](v) for v in value]
+            except ValueError as error:
+                raise app.UsageError(f"--{name}: {error}") from error
+        values[name] = value
+    values["glue_max_train_examples"] = (
+        values["glue_max_train_examples"] or None
+    )
+    return compare.CompareConfig(**values)
 
 
 def main(argv):
     del argv
-    config = compare.CompareConfig(
-        output_dir=FLAGS.output_dir,
-        variants=FLAGS.variants,
-        model_size=FLAGS.model_size,
-        seq_length=FLAGS.seq_length,
-        global_batch_size=FLAGS.global_batch_size,
-        num_train_steps=FLAGS.num_train_steps,
-        eval_interval=FLAGS.eval_interval,
-        eval_steps=FLAGS.eval_steps,
-        learning_rate=FLAGS.learning_rate,
-        seed=FLAGS.seed,
-        glue_dir=FLAGS.glue_dir,
-        glue_tasks=FLAGS.glue_tasks,
-        glue_seeds=[int(s) for s in FLAGS.glue_seeds],
-        glue_learning_rate=FLAGS.glue_learning_rate,
-        glue_epochs=FLAGS.glue_epochs,
-        glue_seq_length=FLAGS.glue_seq_length,
-        glue_max_train_examples=FLAGS.glue_max_train_examples or None,
-        work_dir=FLAGS.work_dir,
+    config = config_from_flags()
+    try:
+        if FLAGS.from_results:
+            compare.validate_compare_config(config)
+            result = compare.report(config)
+        else:
+            result = compare.run_comparison(config, max_runs=FLAGS.max_runs)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from error
+    print(result["tables"], flush=True)
+    print(
+        f"[compare] total wall time of the finished runs: "
+        f"{result['total_wall_seconds'] / 60:.1f} min",
+        flush=True,
     )
-    compare.run_comparison(config)
 
 
 if __name__ == "__main__":

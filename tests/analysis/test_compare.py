@@ -1,4 +1,4 @@
-"""compare.py end to end at a micro scale: real shards, real training."""
+"""The comparison study at a micro scale: real shards, real training."""
 
 import json
 import os
@@ -7,8 +7,9 @@ import matplotlib.image
 import pytest
 
 from tupe_tf.analysis import compare
+from tupe_tf.analysis import study_stats
 
-SEQ = 32
+SEQ = 16
 
 
 @pytest.fixture(scope="module")
@@ -18,73 +19,167 @@ def tiny_data(tmp_path_factory):
     root = tmp_path_factory.mktemp("compare_data")
     corpus = root / "corpus.txt"
     with open(data_pipeline.embedded_corpus_path()) as f:
-        corpus.write_text(f.read(60_000))
+        corpus.write_text(f.read(30_000))
     vocab = str(root / "vocab.txt")
     data_pipeline.build_vocabulary(str(corpus), 300, vocab, lowercase=True)
-    data_pipeline.build_shards(
-        data_pipeline.ShardConfig(
-            input_patterns=str(corpus),
-            vocab_file=vocab,
-            output_dir=str(root / "shards"),
-            max_seq_length=SEQ,
-            num_shards=2,
-            lowercase=True,
+
+    def shards(length, num_shards):
+        directory = root / f"shards_{length}"
+        data_pipeline.build_shards(
+            data_pipeline.ShardConfig(
+                input_patterns=str(corpus),
+                vocab_file=vocab,
+                output_dir=str(directory),
+                max_seq_length=length,
+                num_shards=num_shards,
+                lowercase=True,
+            )
         )
-    )
-    files = sorted(
-        str(root / "shards" / f)
-        for f in os.listdir(root / "shards")
-        if ".tfrecord" in f
-    )
-    # A tiny GLUE directory in the official layout.
+        return sorted(
+            str(directory / f)
+            for f in os.listdir(directory)
+            if f.endswith(".tfrecord")
+        )
+
+    train = shards(SEQ, 2)
     glue = root / "glue"
     (glue / "SST-2").mkdir(parents=True)
     rows = ["sentence\tlabel"] + [
         f"{'a good fine film' if i % 2 else 'a bad dull movie'} {i}\t{i % 2}"
-        for i in range(40)
+        for i in range(24)
     ]
     for split in ("train", "dev"):
         (glue / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
     return {
-        "train": files[:1],
-        "eval": files[1:],
+        "train": train[:1],
+        "eval": {SEQ: train[1:], 2 * SEQ: shards(2 * SEQ, 1)},
         "vocab": vocab,
         "glue": str(glue),
     }
 
 
-def test_run_comparison_writes_curves_and_table(tmp_path, tiny_data):
-    config = compare.CompareConfig(
-        output_dir=str(tmp_path / "out"),
+def _config(tmp_path, data, **overrides):
+    settings = dict(
+        results_dir=str(tmp_path / "results"),
+        figures_dir=str(tmp_path / "figures"),
+        output_dir=str(tmp_path / "runs"),
         variants=["bert", "tupe-r"],
+        seeds=[0, 1],
+        other_seeds=[0],
         seq_length=SEQ,
+        extrapolation_factors=[2],
         global_batch_size=8,
         num_train_steps=4,
         eval_interval=2,
         eval_steps=2,
-        glue_dir=tiny_data["glue"],
+        glue_dir=data["glue"],
         glue_tasks=["sst2"],
-        glue_seeds=[0, 1],
+        glue_seeds=[0],
         glue_epochs=1,
         glue_seq_length=16,
-        glue_max_train_examples=16,
-        train_files=tiny_data["train"],
-        eval_files=tiny_data["eval"],
-        vocab_file=tiny_data["vocab"],
+        train_files=data["train"],
+        eval_files=data["eval"],
+        vocab_file=data["vocab"],
         model_dims=dict(
             num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64
         ),
     )
-    results = compare.run_comparison(config)
-    for name in ("bert", "tupe-r"):
-        curve = results["curves"][name]
-        assert curve["steps"] == [2, 4]
-        assert len(curve["val_loss"]) == 2
-        assert 0 <= results["glue"][name]["sst2"]["median"] <= 1
-    saved = json.loads((tmp_path / "out" / "comparison.json").read_text())
-    assert saved["table_markdown"].startswith("| variant |")
-    assert "tupe-r" in (tmp_path / "out" / "comparison.md").read_text()
-    assert matplotlib.image.imread(results["curve_png"]).shape[0] > 100
+    settings.update(overrides)
+    return compare.CompareConfig(**settings)
+
+
+def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
+    config = _config(tmp_path, tiny_data)
+    # Stop part-way, as an interrupted study would.
+    compare.run_comparison(config, max_runs=1)
+    results = tmp_path / "results" / config.name
+    first = results / "pretrain" / "bert__seed0.json"
+    assert sorted(os.listdir(results / "pretrain")) == ["bert__seed0.json"]
+    stamp = first.stat().st_mtime_ns
+    out = compare.run_comparison(config)
+    assert first.stat().st_mtime_ns == stamp  # finished runs are skipped
+    assert out["pending"] == []
+    assert sorted(os.listdir(results / "pretrain")) == [
+        "bert__seed0.json",
+        "bert__seed1.json",
+        "tupe-r__seed0.json",
+        "tupe-r__seed1.json",
+    ]
+    saved = json.loads(
+        (results / "pretrain" / "tupe-r__seed1.json").read_text()
+    )
+    assert saved["variant"] == "tupe-r" and saved["seed"] == 1
+    assert saved["num_train_steps"] == 4
+    assert saved["curve"]["steps"] == [2, 4]
+    assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
+    tuned = json.loads(
+        (
+            results
+            / "finetune"
+            / "tupe-r__pseed0__sst2__lr0.001__ep1__seed0.json"
+        ).read_text()
+    )
+    assert 0.0 <= tuned["score"] <= 1.0
+
+    tables = (results / "tables.md").read_text()
+    assert "| no-pretraining | 0.001 |" in tables  # the control row
+    assert "| tupe-r | 0,1 |" in tables
+    # A rerun does nothing new; --from_results rebuilds identical tables
+    # without the models.
+    figures = {p: open(p, "rb").read() for p in out["figures"]}
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs")
+    os.remove(results / "tables.md")
+    again = compare.report(config)
+    assert (results / "tables.md").read_text() == tables
+    assert again["tables"] == out["tables"]
+    for path, data in figures.items():
+        assert open(path, "rb").read() == data
+        assert matplotlib.image.imread(path).shape[0] > 100
+
+
+def test_plan_puts_seed_zero_of_every_variant_first(tmp_path, tiny_data):
+    config = _config(
+        tmp_path,
+        tiny_data,
+        variants=["bert", "tupe-a", "tupe-r"],
+        seeds=[0, 1, 2],
+        glue_seeds=[0, 1],
+    )
+    keys = [run.key for run in compare.plan_runs(config)]
+    assert keys[:3] == [
+        "pretrain/bert__seed0",
+        "pretrain/tupe-a__seed0",
+        "pretrain/tupe-r__seed0",
+    ]
+    assert keys[3].startswith("finetune/no-pretraining__pseed0__sst2")
+    # Core variants' extra seeds come before the second fine-tuning seed;
+    # tupe-a (not core) gets only seed 0 by default.
+    assert keys.index("pretrain/tupe-r__seed2") < keys.index(
+        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed1"
+    )
+    assert "pretrain/tupe-a__seed1" not in keys
+
+
+def test_variants_come_from_the_option_table():
+    from tupe_tf.backbone_options import POSITION_ENCODINGS
+
+    assert list(compare.VARIANTS)[: len(POSITION_ENCODINGS)] == list(
+        POSITION_ENCODINGS
+    )
+    assert compare.VARIANTS["tupe-a-tie-cls"] == {
+        "position_encoding": "tupe-a",
+        "untie_cls": False,
+    }
+
+
+def test_changed_settings_are_refused(tmp_path, tiny_data):
+    compare.check_study_settings(_config(tmp_path, tiny_data))
+    with pytest.raises(ValueError, match="learning_rate"):
+        compare.check_study_settings(
+            _config(tmp_path, tiny_data, learning_rate=3e-3)
+        )
 
 
 def test_bad_compare_config_is_refused(tmp_path):
@@ -96,3 +191,20 @@ def test_bad_compare_config_is_refused(tmp_path):
         compare.validate_compare_config(
             compare.CompareConfig(glue_dir=str(tmp_path / "missing"))
         )
+    with pytest.raises(ValueError, match="--extrapolation_factors"):
+        compare.validate_compare_config(
+            compare.CompareConfig(extrapolation_factors=[1])
+        )
+
+
+def test_stats_say_no_difference_when_intervals_overlap():
+    a = study_stats.spread([5.0, 5.2, 5.4])
+    b = study_stats.spread([5.3, 5.5, 5.6])
+    c = study_stats.spread([4.0, 4.1, 4.2])
+    assert study_stats.compare_to(a, b, True) == "no difference"
+    assert study_stats.compare_to(c, b, True) == "better"
+    assert study_stats.compare_to(b, c, True) == "worse"
+    assert study_stats.step_spread([100, None, 300], 400)["text"] == (
+        "300 [100, >400]"
+    )
+    assert study_stats.plateau_exit_step([1, 2, 3], [6.0, 5.5, 5.3], 5.7) == 3

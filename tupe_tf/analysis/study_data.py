@@ -1,0 +1,255 @@
+"""Data of the comparison study: a document-level held-out split.
+
+The embedded Wikipedia sample is split by documents (blank-line separated):
+the last documents, about `heldout_fraction` of the characters, are held
+out. The vocabulary and the training shards come from the other documents
+only; the held-out documents are packed into evaluation shards at the
+training length and at every longer length of the study, so the length
+extrapolation compares the same text cut into longer sequences.
+
+Example:
+
+>>> data = prepare_study_data("runs/study_data", 64, (64, 128, 256))
+>>> sorted(data.eval_files)
+[64, 128, 256]
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+from data_pipeline import fileio
+from data_pipeline.default_data import DEFAULT_VOCAB_SIZE
+
+
+@dataclasses.dataclass
+class StudyData:
+    """Paths of the study's data.
+
+    Attributes:
+        vocab_file: WordPiece vocabulary learned on the training documents.
+        train_files: training shards at the training length.
+        eval_files: `{length: [shard]}` of the held-out documents.
+        unigram_loss: cross-entropy (nats) of the held-out masked targets
+            under the training targets' unigram frequencies: the loss of the
+            "bag-of-words" plateau.
+        stats: document and character counts of the split.
+    """
+
+    vocab_file: str
+    train_files: list
+    eval_files: dict
+    unigram_loss: float
+    stats: dict
+
+
+def split_documents(text, heldout_fraction):
+    """`(train_text, heldout_text)`: the last documents are held out."""
+    documents = [d for d in text.split("\n\n") if d.strip()]
+    if len(documents) < 2:
+        raise ValueError("The corpus has fewer than two documents.")
+    total = sum(len(d) for d in documents)
+    heldout, size = [], 0
+    while documents and size < heldout_fraction * total:
+        heldout.insert(0, documents.pop())
+        size += len(heldout[0])
+    if not documents:
+        raise ValueError(f"heldout_fraction={heldout_fraction} holds out all.")
+    return "\n\n".join(documents) + "\n", "\n\n".join(heldout) + "\n"
+
+
+def _write_text(path, text):
+    fileio.write_text_atomically(path, text)
+
+
+def _shard_files(directory):
+    return sorted(
+        os.path.join(directory, name)
+        for name in os.listdir(directory)
+        if name.endswith(".tfrecord")
+    )
+
+
+def prepare_study_data(
+    work_dir,
+    seq_length,
+    eval_lengths,
+    heldout_fraction=0.08,
+    vocab_size=DEFAULT_VOCAB_SIZE,
+    num_train_shards=4,
+):
+    """Builds (or reuses) the study's vocabulary and shards under `work_dir`.
+
+    A finished build writes `<work_dir>/study_data.json` last; with the same
+    settings it is reused, otherwise rebuilt.
+
+    Args:
+        work_dir: directory for the texts, vocabulary and shards.
+        seq_length: training length.
+        eval_lengths: lengths of the held-out shards (the training length
+            among them).
+        heldout_fraction: fraction of the characters held out.
+        vocab_size: WordPiece vocabulary size (an upper bound).
+        num_train_shards: training shard files.
+
+    Returns:
+        A `StudyData`.
+    """
+    import data_pipeline
+
+    settings = {
+        "seq_length": int(seq_length),
+        "eval_lengths": sorted({int(n) for n in eval_lengths}),
+        "heldout_fraction": float(heldout_fraction),
+        "vocab_size": int(vocab_size),
+        "num_train_shards": int(num_train_shards),
+    }
+    marker = os.path.join(work_dir, "study_data.json")
+    if os.path.isfile(marker):
+        with open(marker) as f:
+            saved = json.load(f)
+        if saved.get("settings") == settings:
+            return _from_marker(saved)
+    os.makedirs(work_dir, exist_ok=True)
+    with open(data_pipeline.embedded_corpus_path()) as f:
+        train_text, heldout_text = split_documents(f.read(), heldout_fraction)
+    train_txt = os.path.join(work_dir, "train.txt")
+    heldout_txt = os.path.join(work_dir, "heldout.txt")
+    _write_text(train_txt, train_text)
+    _write_text(heldout_txt, heldout_text)
+    vocab_file = os.path.join(work_dir, "vocab.txt")
+    data_pipeline.build_vocabulary(
+        train_txt, vocab_size, vocab_file, lowercase=True
+    )
+
+    def shards(text_file, name, length, num_shards):
+        directory = os.path.join(work_dir, name)
+        data_pipeline.build_shards(
+            data_pipeline.ShardConfig(
+                input_patterns=text_file,
+                vocab_file=vocab_file,
+                output_dir=directory,
+                max_seq_length=length,
+                num_shards=num_shards,
+                lowercase=True,
+                overwrite=True,
+            )
+        )
+        return _shard_files(directory)
+
+    train_files = shards(
+        train_txt, f"train_{seq_length}", seq_length, num_train_shards
+    )
+    eval_files = {
+        n: shards(heldout_txt, f"heldout_{n}", n, 1)
+        for n in settings["eval_lengths"]
+    }
+    unigram = unigram_loss(
+        train_files, eval_files[int(seq_length)], vocab_file, seq_length
+    )
+    saved = {
+        "settings": settings,
+        "vocab_file": os.path.abspath(vocab_file),
+        "train_files": [os.path.abspath(p) for p in train_files],
+        "eval_files": {
+            str(n): [os.path.abspath(p) for p in files]
+            for n, files in eval_files.items()
+        },
+        "unigram_loss": unigram,
+        "stats": {
+            "train_characters": len(train_text),
+            "heldout_characters": len(heldout_text),
+            "heldout_documents": heldout_text.count("\n\n") + 1,
+            "train_documents": train_text.count("\n\n") + 1,
+        },
+    }
+    _write_text(marker, json.dumps(saved, indent=2))
+    return _from_marker(saved)
+
+
+def _from_marker(saved):
+    return StudyData(
+        vocab_file=saved["vocab_file"],
+        train_files=list(saved["train_files"]),
+        eval_files={int(n): list(f) for n, f in saved["eval_files"].items()},
+        unigram_loss=float(saved["unigram_loss"]),
+        stats=dict(saved["stats"]),
+    )
+
+
+def _masked_targets(files, vocab_file, seq_length):
+    import numpy as np
+
+    import data_pipeline
+
+    dataset = data_pipeline.pretraining_dataset(
+        files,
+        vocab_file,
+        seq_length,
+        256,
+        is_training=False,
+        seed=0,
+        deterministic=True,
+        drop_remainder=False,
+    )
+    targets = []
+    for _, ids, weights in dataset.as_numpy_iterator():
+        targets.append(ids[weights > 0])
+    return np.concatenate(targets)
+
+
+def unigram_loss(train_files, eval_files, vocab_file, seq_length):
+    """Loss of predicting every held-out masked token by unigram frequency.
+
+    Frequencies are those of the masked targets of one pass over the
+    training shards, add-one smoothed over the vocabulary.
+    """
+    import numpy as np
+
+    with open(vocab_file) as f:
+        vocab_size = sum(1 for line in f if line.rstrip("\n"))
+    counts = np.bincount(
+        _masked_targets(train_files, vocab_file, seq_length),
+        minlength=vocab_size,
+    ).astype("float64")
+    probabilities = (counts + 1.0) / (counts.sum() + vocab_size)
+    heldout = _masked_targets(eval_files, vocab_file, seq_length)
+    return float(-np.mean(np.log(probabilities[heldout])))
+
+
+def evaluate_mlm(preset_dir, files, vocab_file, seq_length, batch_size=16):
+    """Masked-LM loss of a preset on one full pass over `files`.
+
+    The masks are the reader's deterministic ones (seed 0), so every model
+    is scored on the same masked positions. Returns mean loss per masked
+    token (nats).
+    """
+    import keras
+
+    import data_pipeline
+    import tupe_tf
+
+    model = tupe_tf.TupeMaskedLM.from_preset(preset_dir, preprocessor=None)
+    dataset = data_pipeline.pretraining_dataset(
+        files,
+        vocab_file,
+        seq_length,
+        batch_size,
+        is_training=False,
+        seed=0,
+        deterministic=True,
+        drop_remainder=False,
+    )
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="sum"
+    )
+    total, count = 0.0, 0.0
+    for features, ids, weights in dataset:
+        logits = model(features, training=False)
+        total += float(loss_fn(ids, logits, sample_weight=weights))
+        count += float(keras.ops.sum(weights))
+    if not count:
+        raise ValueError(f"No masked tokens in {files}.")
+    loss = total / count
+    return {"loss": loss, "perplexity": math.exp(min(loss, 50.0))}

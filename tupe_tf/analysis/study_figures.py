@@ -1,0 +1,164 @@
+"""Figures of the comparison study, drawn from the per-run JSON files."""
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from data_pipeline import fileio  # noqa: E402
+from tupe_tf.analysis import study_stats  # noqa: E402
+
+# Fixed metadata: the same JSON files give the same PNG bytes.
+_METADATA = {"Software": None}
+
+
+def _save(fig, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with fileio.atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png", metadata=_METADATA)
+    plt.close(fig)
+    return path
+
+
+def _colors(order):
+    cmap = plt.get_cmap("tab10" if len(order) <= 10 else "tab20")
+    return {name: cmap(i % cmap.N) for i, name in enumerate(order)}
+
+
+def plot_loss_bands(pretrain, order, plateau_loss, path):
+    """Validation loss per variant: median over seeds, min-max band, log-x."""
+    colors = _colors(order)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for variant in order:
+        runs = [r for r in pretrain if r["variant"] == variant]
+        if not runs:
+            continue
+        steps = runs[0]["curve"]["steps"]
+        losses = np.array(
+            [
+                r["curve"]["val_loss"]
+                for r in runs
+                if len(r["curve"]["val_loss"]) == len(steps)
+            ]
+        )
+        if not losses.size:
+            continue
+        ax.plot(
+            steps,
+            np.median(losses, axis=0),
+            color=colors[variant],
+            label=f"{variant} (n={len(losses)})",
+            linewidth=1.4,
+        )
+        if len(losses) > 1:
+            ax.fill_between(
+                steps,
+                losses.min(axis=0),
+                losses.max(axis=0),
+                color=colors[variant],
+                alpha=0.2,
+                linewidth=0,
+            )
+    ax.axhline(
+        plateau_loss - study_stats.PLATEAU_MARGIN,
+        color="k",
+        linestyle=":",
+        linewidth=1,
+        label="plateau exit threshold",
+    )
+    ax.set_xscale("log")
+    ax.set_xlabel("pre-training step (log scale)")
+    ax.set_ylabel("validation MLM loss (Keras: mean over prediction slots)")
+    ax.set_title("Validation MLM loss: median over seeds, band = min-max")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_extrapolation(pretrain, order, seq_length, path):
+    """Held-out loss against evaluation length (median, min-max bars)."""
+    colors = _colors(order)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lengths = [seq_length]
+    for index, variant in enumerate(order):
+        runs = [r for r in pretrain if r["variant"] == variant]
+        if not runs:
+            continue
+        lengths = sorted(int(n) for n in runs[0]["heldout_loss_by_length"])
+        spreads = [
+            study_stats.spread(
+                [r["heldout_loss_by_length"].get(str(n)) for r in runs]
+            )
+            for n in lengths
+        ]
+        x = np.array(lengths) * (1 + 0.01 * (index - len(order) / 2))
+        median = np.array([s["median"] for s in spreads])
+        ax.errorbar(
+            x,
+            median,
+            yerr=[
+                median - np.array([s["low"] for s in spreads]),
+                np.array([s["high"] for s in spreads]) - median,
+            ],
+            color=colors[variant],
+            marker="o",
+            markersize=3,
+            capsize=2,
+            label=variant,
+        )
+    ax.axvline(seq_length, color="k", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.minorticks_off()
+    ax.set_xlabel(f"evaluation length (trained at {seq_length})")
+    ax.set_ylabel("held-out MLM loss (nats)")
+    ax.set_title("Length extrapolation: the same held-out text, longer cuts")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_glue(glue, path):
+    """GLUE dev scores per variant with min-max bars; control as a line."""
+    tasks = list(glue)
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(5.5 * len(tasks), 4.5), squeeze=False
+    )
+    for ax, task in zip(axes[0], tasks):
+        rows = glue[task]
+        control = rows.get("no-pretraining")
+        names = [v for v in rows if v != "no-pretraining"]
+        medians = np.array([rows[v]["score"]["median"] for v in names])
+        low = np.array([rows[v]["score"]["low"] for v in names])
+        high = np.array([rows[v]["score"]["high"] for v in names])
+        ax.bar(
+            range(len(names)),
+            medians,
+            yerr=[medians - low, high - medians],
+            capsize=3,
+            color="tab:blue",
+            alpha=0.8,
+        )
+        if control:
+            score = control["score"]
+            ax.axhline(
+                score["median"],
+                color="tab:red",
+                linewidth=1.5,
+                label="no pre-training (median)",
+            )
+            ax.axhspan(score["low"], score["high"], color="tab:red", alpha=0.12)
+            ax.legend(fontsize=8, loc="lower right")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
+        metric = next(iter(rows.values()))["metric"]
+        ax.set_ylabel(f"dev {metric}")
+        ax.set_title(f"{task}: median over fine-tuning seeds, bars min-max")
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,111 @@
+"""Statistics of the comparison study: spreads over seeds and curve events.
+
+Pure Python (no TensorFlow), so tables can be rebuilt from the per-run JSON
+files anywhere.
+
+Example:
+
+>>> spread([5.1, 5.3, 5.2])
+{'median': 5.2, 'low': 5.1, 'high': 5.3, 'n': 3}
+>>> first_step_at_or_below([100, 200, 300], [6.0, 5.5, 5.0], 5.5)
+200
+"""
+
+import math
+import statistics
+
+# A model is off the unigram plateau once its validation loss is this many
+# nats below the loss of the best unigram predictor of the held-out targets.
+PLATEAU_MARGIN = 0.3
+
+
+def spread(values):
+    """Median and min-max of `values` (None and NaN dropped)."""
+    values = [
+        float(v) for v in values if v is not None and not math.isnan(float(v))
+    ]
+    if not values:
+        return {"median": None, "low": None, "high": None, "n": 0}
+    return {
+        "median": float(statistics.median(values)),
+        "low": min(values),
+        "high": max(values),
+        "n": len(values),
+    }
+
+
+def overlaps(a, b):
+    """Whether two `spread` intervals overlap (then: "no difference")."""
+    if a["median"] is None or b["median"] is None:
+        return None
+    return a["low"] <= b["high"] and b["low"] <= a["high"]
+
+
+def compare_to(a, reference, lower_is_better):
+    """`better`, `worse` or `no difference` of `a` against `reference`.
+
+    Intervals are min-max over seeds; with one seed on either side there
+    is no interval, so the word is suffixed with "(1 seed: no interval)".
+    """
+    if a["median"] is None or reference["median"] is None:
+        return "n/a"
+    if overlaps(a, reference):
+        return "no difference"
+    better = (a["median"] < reference["median"]) == lower_is_better
+    word = "better" if better else "worse"
+    if min(a["n"], reference["n"]) < 2:
+        word += " (1 seed: no interval)"
+    return word
+
+
+def first_step_at_or_below(steps, losses, target):
+    """First evaluated step whose loss is <= `target`; None if never."""
+    if target is None:
+        return None
+    for step, loss in zip(steps, losses):
+        if loss <= target:
+            return int(step)
+    return None
+
+
+def plateau_exit_step(steps, losses, plateau_loss, margin=PLATEAU_MARGIN):
+    """First evaluated step at least `margin` nats below `plateau_loss`."""
+    if plateau_loss is None:
+        return None
+    return first_step_at_or_below(steps, losses, plateau_loss - margin)
+
+
+def format_spread(s, digits=3):
+    """`median [low, high]`, or `median` for one value, or `-`."""
+    if s["median"] is None:
+        return "-"
+    if s["n"] == 1:
+        return f"{s['median']:.{digits}f}"
+    return f"{s['median']:.{digits}f} [{s['low']:.{digits}f}, {s['high']:.{digits}f}]"
+
+
+def step_spread(values, budget):
+    """Spread of event steps where None (never reached) counts as > budget.
+
+    Returns a dict with `text` (e.g. `1500 [1250, 1750]`, `>3000` parts for
+    seeds that never got there) and `reached` (seeds that got there).
+    """
+    n = len(values)
+    reached = sorted(v for v in values if v is not None)
+    if not n:
+        return {"text": "-", "reached": 0, "n": 0}
+    # Never reached sorts above every reached step.
+    ordered = reached + [None] * (n - len(reached))
+    median = ordered[(n - 1) // 2] if n % 2 else None
+    if n % 2 == 0:
+        lo, hi = ordered[n // 2 - 1], ordered[n // 2]
+        median = None if lo is None or hi is None else (lo + hi) / 2
+
+    def show(v):
+        return f">{budget}" if v is None else f"{v:g}"
+
+    if n == 1:
+        text = show(ordered[0])
+    else:
+        text = f"{show(median)} [{show(ordered[0])}, {show(ordered[-1])}]"
+    return {"text": text, "reached": len(reached), "n": n}
