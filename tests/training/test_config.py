@@ -44,8 +44,8 @@ def test_a_new_table_entry_becomes_a_field_a_flag_and_a_kwarg():
 
 
 def test_choices_are_checked_with_the_flag_name():
-    config = config_lib.ModelConfig(position_encoding="rope")
-    with pytest.raises(ValueError, match="--position_encoding='rope'"):
+    config = config_lib.ModelConfig(position_encoding="rotary")
+    with pytest.raises(ValueError, match="--position_encoding='rotary'"):
         config.validate()
     config_lib.ModelConfig(position_sharing=None).validate()
 

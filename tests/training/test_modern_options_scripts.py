@@ -1,0 +1,148 @@
+"""RoPE and ALiBi through the three scripts a user runs.
+
+`scripts/pretrain.py` pre-trains with `--position_encoding=rope|alibi`,
+`scripts/finetune_glue.py` fine-tunes the preset, and `scripts/export.py`
+exports it in all three formats; a fresh process loads the exports and its
+encoder output matches the preset's backbone.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.training.conftest import FINETUNE_SCRIPT
+from tests.training.conftest import PRETRAIN_SCRIPT
+from tests.training.conftest import REPO
+from tests.training.conftest import SEQ_LENGTH
+from tests.training.conftest import TINY_MODEL_FLAGS
+from tests.training.conftest import run_script
+from tests.training.conftest import subprocess_env
+
+EXPORT_SCRIPT = os.path.join(REPO, "scripts", "export.py")
+
+# Runs in a fresh process: loads the three exports with TensorFlow alone.
+_LOAD_EXPORTS = """
+import sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401 (registers the preprocessor's ops)
+
+serving, encoder, preprocessor, out = sys.argv[1:5]
+texts = tf.constant(["the history of the city", "music and art"])
+served = tf.saved_model.load(serving).signatures["serving_default"](
+    text=texts
+)
+inputs = tf.saved_model.load(preprocessor)(texts)
+encoded = tf.saved_model.load(encoder)(inputs)
+np.savez(
+    out,
+    pooled=encoded["pooled_output"].numpy(),
+    served_pooled=served["pooled_output"].numpy(),
+    **{k: v.numpy() for k, v in inputs.items()},
+)
+"""
+
+
+@pytest.fixture(scope="module")
+def sentiment_glue_dir(tmp_path_factory):
+    """A learnable SST-2-layout task: positive iff the sentence says good."""
+    root = tmp_path_factory.mktemp("glue_sst2")
+    (root / "SST-2").mkdir()
+    for split, n in (("train", 64), ("dev", 16)):
+        lines = ["sentence\tlabel"]
+        for i in range(n):
+            word = "good" if i % 2 else "bad"
+            lines.append(f"the film was {word} .\t{i % 2}")
+        (root / "SST-2" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return str(root)
+
+
+@pytest.mark.parametrize("option", ["rope", "alibi"])
+def test_pretrain_finetune_and_export_scripts(
+    option, tmp_path, data_flags, sentiment_glue_dir
+):
+    model_dir = tmp_path / "model"
+    run = run_script(
+        PRETRAIN_SCRIPT,
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--position_encoding={option}",
+            f"--model_dir={model_dir}",
+            "--num_train_steps=4",
+            "--save_every=2",
+            "--eval_steps=1",
+            "--global_batch_size=8",
+            "--learning_rate=1e-3",
+        ],
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["global_step"] == 4
+    assert np.isfinite(results["eval"]["loss"])
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["model"]["position_encoding"] == option
+    preset = str(model_dir / "preset")
+
+    glue_out = tmp_path / "glue"
+    run = run_script(
+        FINETUNE_SCRIPT,
+        [
+            "--task=sst2",
+            f"--preset={preset}",
+            f"--glue_dir={sentiment_glue_dir}",
+            f"--output_dir={glue_out}",
+            "--learning_rates=1e-3",
+            "--seeds=0",
+            "--num_epochs=1",
+            f"--seq_length={SEQ_LENGTH}",
+            "--batch_size=16",
+        ],
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "accuracy" in run.stdout
+
+    exports = {}
+    for export_format in ("serving", "hub_encoder", "hub_preprocessor"):
+        exports[export_format] = str(tmp_path / export_format)
+        run = run_script(
+            EXPORT_SCRIPT,
+            [
+                f"--preset={preset}",
+                f"--export_dir={exports[export_format]}",
+                f"--format={export_format}",
+                f"--seq_length={SEQ_LENGTH}",
+            ],
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+
+    out = str(tmp_path / "outputs.npz")
+    loaded = subprocess.run(
+        [sys.executable, "-c", _LOAD_EXPORTS]
+        + [exports["serving"], exports["hub_encoder"]]
+        + [exports["hub_preprocessor"], out],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    outputs = np.load(out)
+
+    import tupe_tf
+
+    backbone = tupe_tf.TupeBackbone.from_preset(preset)
+    assert backbone.position_encoding == option
+    expected = backbone(
+        {
+            "token_ids": outputs["input_word_ids"],
+            "segment_ids": outputs["input_type_ids"],
+            "padding_mask": outputs["input_mask"],
+        }
+    )["pooled_output"]
+    np.testing.assert_allclose(outputs["pooled"], expected, atol=1e-5)
+    np.testing.assert_allclose(outputs["served_pooled"], expected, atol=1e-5)
