@@ -1,10 +1,12 @@
 """Pictures of positional attention for a saved preset.
 
-    python scripts/visualize.py --preset=runs/default/preset --output_dir=runs/figures
+    python scripts/visualize.py --preset=runs/default/model/preset \
+        --output_dir=runs/figures
 
 Writes `positional_bias.png` (per-head heat maps of the content-free bias;
 TUPE fig. 6, DIET figs. 4/7) and `attention_rank.png` (numerical rank of the
 attention logits with positions at the input vs per head; DIET figs. 2/8).
+Flags: `tupe_tf.analysis.visualize.VisualizeConfig`.
 """
 
 import os
@@ -12,35 +14,17 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app  # noqa: E402
-from absl import flags  # noqa: E402
 
-from tupe_tf.analysis import visualize  # noqa: E402
+from data_pipeline import config_flags  # noqa: E402
+from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("preset", None, "Preset directory of a TupeBackbone.")
-flags.DEFINE_list(
-    "baseline_presets",
-    [],
-    "Other presets (e.g. a `bert` one) drawn beside it in the rank figure.",
-)
-flags.DEFINE_string(
-    "output_dir", None, "Where the PNGs go (default: <preset>/figures)."
-)
-flags.DEFINE_integer("sequence_length", 64, "Length of the maps and inputs.")
-flags.DEFINE_integer("seed", 0, "Seed of the random token inputs.")
-flags.mark_flag_as_required("preset")
+config_flags.define_flags(VisualizeConfig)
 
 
 def main(argv):
     del argv
-    paths = visualize.visualize_preset(
-        FLAGS.preset,
-        output_dir=FLAGS.output_dir or os.path.join(FLAGS.preset, "figures"),
-        sequence_length=FLAGS.sequence_length,
-        baseline_presets=FLAGS.baseline_presets,
-        seed=FLAGS.seed,
-    )
-    for path in paths:
+    config = config_flags.validated_config_from_flags(VisualizeConfig)
+    for path in config.run():
         print(f"wrote {path}")
 
 

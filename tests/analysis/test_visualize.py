@@ -48,3 +48,33 @@ def test_rank_with_positions_at_input_is_bounded_by_head_size(tmp_path):
     assert ranks["head_dim"] == 8
     assert np.all(ranks["content"] <= 8)
     np.testing.assert_allclose(ranks["content"], ranks["with_bias"])
+
+
+def test_script_flags_come_from_the_config(tmp_path):
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    alibi, _ = _preset(tmp_path, "alibi")
+    env = dict(os.environ, PYTHONPATH=repo, TF_CPP_MIN_LOG_LEVEL="2")
+    script = os.path.join(repo, "scripts", "visualize.py")
+    run = subprocess.run(
+        [sys.executable, script, f"--preset={alibi}", "--sequence_length=12"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    default_dir = visualize.VisualizeConfig(preset=alibi).figures_dir()
+    assert f"wrote {os.path.join(default_dir, 'positional_bias.png')}" in (
+        run.stdout
+    )
+    missing = subprocess.run(
+        [sys.executable, script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert missing.returncode != 0 and "--preset" in missing.stderr

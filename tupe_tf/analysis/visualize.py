@@ -1,9 +1,13 @@
 """Library side of `scripts/visualize.py`."""
 
+import dataclasses
 import os
+from typing import Optional
+from typing import Sequence
 
 import numpy as np
 
+from data_pipeline.config_flags import setting
 from tupe_tf.analysis import figures
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
@@ -21,6 +25,55 @@ def random_inputs(backbone, sequence_length, batch_size=2, seed=0):
         "segment_ids": segment_ids.astype("int32"),
         "padding_mask": np.ones((batch_size, n), "int32"),
     }
+
+
+@dataclasses.dataclass
+class VisualizeConfig:
+    """What `scripts/visualize.py` draws; every field is one of its flags.
+
+    Example:
+
+    >>> VisualizeConfig(preset="runs/default/model/preset").figures_dir()
+    'runs/default/model/preset/figures'
+    """
+
+    preset: Optional[str] = setting(
+        None, help="Preset directory of a TupeBackbone.", required=True
+    )
+    baseline_presets: Sequence[str] = setting(
+        (),
+        help="Other presets (e.g. a `bert` one) drawn beside it in the rank "
+        "figure.",
+        element_type=str,
+    )
+    output_dir: Optional[str] = setting(
+        None, help="Where the PNGs go (default: <preset>/figures)."
+    )
+    sequence_length: int = setting(64, help="Length of the maps and inputs.")
+    seed: int = setting(0, help="Seed of the random token inputs.")
+
+    def validate(self):
+        """Raises `ValueError` naming the bad flag."""
+        if self.sequence_length < 2:
+            raise ValueError(
+                f"--sequence_length={self.sequence_length} must be >= 2."
+            )
+        for preset in (self.preset, *self.baseline_presets):
+            if not os.path.isdir(preset):
+                raise ValueError(f"--preset {preset!r} is not a directory.")
+
+    def figures_dir(self):
+        return self.output_dir or os.path.join(self.preset, "figures")
+
+    def run(self):
+        """Draws the figures; returns the written paths."""
+        return visualize_preset(
+            self.preset,
+            output_dir=self.figures_dir(),
+            sequence_length=self.sequence_length,
+            baseline_presets=self.baseline_presets,
+            seed=self.seed,
+        )
 
 
 def visualize_preset(
