@@ -12,9 +12,11 @@ Apache Beam is optional (`pip install tupe-tf[beam]`); it is imported only
 when a pipeline runs.
 """
 
+import dataclasses
 import shlex
 
 from data_pipeline import corpus
+from data_pipeline.config_flags import setting
 
 BEAM_MISSING = (
     "Apache Beam is not installed: pip install 'tupe-tf[beam]' "
@@ -35,6 +37,20 @@ NUM_PARTITIONS_HELP = (
     "own."
 )
 DEFAULT_NUM_PARTITIONS = 2
+
+
+@dataclasses.dataclass(kw_only=True)
+class BeamSettings:
+    """The Beam settings of `ShardConfig` and `VocabConfig` (their flags).
+
+    Keyword-only, so configs that inherit them keep their own field order.
+    """
+
+    runner: str = setting("", help=RUNNER_HELP)
+    num_partitions: int = setting(
+        DEFAULT_NUM_PARTITIONS, help=NUM_PARTITIONS_HELP
+    )
+    beam_options: str = setting("", help=BEAM_OPTIONS_HELP)
 
 
 def import_beam():

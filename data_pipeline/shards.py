@@ -36,7 +36,7 @@ ENGINE_SINGLE_PROCESS = "single_process"
 
 
 @dataclasses.dataclass
-class ShardConfig:
+class ShardConfig(beam_common.BeamSettings):
     """Configuration of `build_shards`; `scripts/build_shards.py`'s flags are
     generated from it (help: field metadata; see `config_flags`)."""
 
@@ -96,12 +96,6 @@ class ShardConfig:
     file_prefix: str = setting(
         "pretrain", help="Shard file name prefix.", flag=False
     )
-    runner: str = setting("", help=beam_common.RUNNER_HELP)
-    num_partitions: int = setting(
-        beam_common.DEFAULT_NUM_PARTITIONS,
-        help=beam_common.NUM_PARTITIONS_HELP,
-    )
-    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises ValueError naming the first bad field."""

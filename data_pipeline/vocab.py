@@ -134,7 +134,7 @@ def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
 
 
 @dataclasses.dataclass
-class VocabConfig:
+class VocabConfig(beam_common.BeamSettings):
     """Settings of `scripts/build_vocab.py`, whose flags are generated from
     it (help: field metadata; see `config_flags`)."""
 
@@ -162,12 +162,6 @@ class VocabConfig:
         help=wordpiece_learner.LEARNER_HELP,
         choices=wordpiece_learner.LEARNERS,
     )
-    runner: str = setting("", help=beam_common.RUNNER_HELP)
-    num_partitions: int = setting(
-        beam_common.DEFAULT_NUM_PARTITIONS,
-        help=beam_common.NUM_PARTITIONS_HELP,
-    )
-    beam_options: str = setting("", help=beam_common.BEAM_OPTIONS_HELP)
 
     def validate(self):
         """Raises `ValueError` naming the bad field."""
