@@ -120,20 +120,13 @@ def run_learner(learner, corpus_path, vocab_path, vocab_size):
 
 def held_out_quality(vocab_path, text_path, lowercase=True):
     """Word pieces per word and [UNK] rate of FastBertTokenizer on a file."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+    from data_pipeline import vocab as vocab_lib
 
     with open(vocab_path, encoding="utf-8") as f:
         tokens = f.read().splitlines()
     with open(text_path, encoding="utf-8") as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
-    fast = tf_text.FastBertTokenizer(
-        vocab=tokens,
-        suffix_indicator="##",
-        token_out_type=tf.string,
-        unknown_token="[UNK]",
-        lower_case_nfd_strip_accents=lowercase,
-    )
+    fast = vocab_lib.fast_bert_tokenizer(tokens, lowercase, "string")
     pieces = fast.tokenize(lines)
     if pieces.shape.rank == 3:
         pieces = pieces.merge_dims(1, 2)

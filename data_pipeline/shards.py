@@ -193,15 +193,8 @@ def tokenized_line_batches(
       input order (the parallel map is deterministic).
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
 
-    tokenizer = tf_text.FastBertTokenizer(
-        vocab=list(vocabulary.tokens),
-        suffix_indicator="##",
-        token_out_type=tf.int32,
-        unknown_token="[UNK]",
-        lower_case_nfd_strip_accents=bool(lowercase),
-    )
+    tokenizer = vocab_lib.fast_bert_tokenizer(vocabulary.tokens, lowercase)
 
     def generate():
         batches = line_batches

@@ -13,6 +13,31 @@ from data_pipeline import wordpiece_learner
 from data_pipeline.config_flags import setting
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def fast_bert_tokenizer(tokens, lowercase, token_out_type="int32"):
+    """TF-Text's `FastBertTokenizer` as this package builds its vocabularies.
+
+    `##` continuations, `[UNK]` for unknown words, and lowercasing with
+    accent stripping when the vocabulary was learned with `lowercase`.
+
+    Args:
+        tokens: the vocabulary, a list of strings (reserved tokens first).
+        lowercase: bool. Lowercase and strip accents.
+        token_out_type: `"int32"` for ids, `"string"` for word pieces.
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+
+    return tf_text.FastBertTokenizer(
+        vocab=list(tokens),
+        suffix_indicator="##",
+        token_out_type=tf.as_dtype(token_out_type),
+        unknown_token="[UNK]",
+        lower_case_nfd_strip_accents=bool(lowercase),
+    )
+
+
 REQUIRED_SPECIAL_TOKENS = RESERVED_TOKENS
 
 # Tokens such as "[PAD]" or "[unused3]": never chosen as random replacements.

@@ -48,21 +48,13 @@ def test_count_words_matches_bert_pre_tokenizer(lowercase):
 
 @pytest.mark.parametrize("lowercase", [True, False])
 def test_tf_text_tokenizes_with_the_learned_vocabulary(lowercase):
-    import tensorflow as tf
-    import tensorflow_text as tf_text
     from tokenizers import pre_tokenizers
 
     lines = _sample_lines()
     tokens = wordpiece_learner.learn_from_lines(lines, 300, lowercase, RESERVED)
     assert tokens[:5] == RESERVED and len(tokens) <= 300
     assert len(set(tokens)) == len(tokens)
-    fast = tf_text.FastBertTokenizer(
-        vocab=tokens,
-        suffix_indicator="##",
-        token_out_type=tf.string,
-        unknown_token="[UNK]",
-        lower_case_nfd_strip_accents=lowercase,
-    )
+    fast = vocab_lib.fast_bert_tokenizer(tokens, lowercase, "string")
     pieces = fast.tokenize(lines)
     if pieces.shape.rank == 3:  # [lines, words, pieces] in some versions.
         pieces = pieces.merge_dims(1, 2)
