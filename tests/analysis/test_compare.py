@@ -90,8 +90,9 @@ def _config(tmp_path, data, **overrides):
 
 def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     config = _config(tmp_path, tiny_data)
-    # Stop part-way, as an interrupted study would.
-    compare.run_comparison(config, max_runs=1)
+    # Stop part-way, as an interrupted study would: the control's
+    # fine-tuning and bert's seed-0 pre-training are done.
+    compare.run_comparison(config, max_runs=2)
     results = tmp_path / "results" / config.name
     first = results / "pretrain" / "bert__seed0.json"
     assert sorted(os.listdir(results / "pretrain")) == ["bert__seed0.json"]
@@ -139,7 +140,9 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
         assert matplotlib.image.imread(path).shape[0] > 100
 
 
-def test_plan_puts_seed_zero_of_every_variant_first(tmp_path, tiny_data):
+def test_plan_fine_tunes_each_model_right_after_its_pretraining(
+    tmp_path, tiny_data
+):
     config = _config(
         tmp_path,
         tiny_data,
@@ -148,18 +151,60 @@ def test_plan_puts_seed_zero_of_every_variant_first(tmp_path, tiny_data):
         glue_seeds=[0, 1],
     )
     keys = [run.key for run in compare.plan_runs(config)]
-    assert keys[:3] == [
+    control = "finetune/no-pretraining__pseed0__sst2__lr0.001__ep1__seed"
+    assert keys[:2] == [control + "0", control + "1"]
+    assert keys[2:5] == [
         "pretrain/bert__seed0",
-        "pretrain/tupe-a__seed0",
-        "pretrain/tupe-r__seed0",
+        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed0",
+        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed1",
     ]
-    assert keys[3].startswith("finetune/no-pretraining__pseed0__sst2")
-    # Core variants' extra seeds come before the second fine-tuning seed;
+    assert keys[5] == "pretrain/tupe-a__seed0"
+    # The core variants' other seeds come after every seed-0 model;
     # tupe-a (not core) gets only seed 0 by default.
-    assert keys.index("pretrain/tupe-r__seed2") < keys.index(
-        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed1"
-    )
+    assert keys[-4:] == [
+        "pretrain/bert__seed1",
+        "pretrain/bert__seed2",
+        "pretrain/tupe-r__seed1",
+        "pretrain/tupe-r__seed2",
+    ]
     assert "pretrain/tupe-a__seed1" not in keys
+
+
+def test_a_missing_model_is_pretrained_again_for_its_finetuning(
+    tmp_path, tiny_data
+):
+    import shutil
+
+    config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
+    # The control's fine-tuning and bert's pre-training, as a session that
+    # stopped there; then a new machine without the models.
+    compare.run_comparison(config, max_runs=2)
+    results = tmp_path / "results" / config.name
+    pretrained = results / "pretrain" / "bert__seed0.json"
+    stamp = pretrained.stat().st_mtime_ns
+    shutil.rmtree(tmp_path / "runs")
+    out = compare.run_comparison(config)
+    assert out["pending"] == []
+    assert pretrained.stat().st_mtime_ns != stamp  # pre-trained again
+    assert (
+        results / "finetune" / "bert__pseed0__sst2__lr0.001__ep1__seed0.json"
+    ).is_file()
+
+
+def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
+    config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
+    compare.run_comparison(config, max_runs=1)
+    other = tmp_path / "other_vocab.txt"
+    other.write_text(open(tiny_data["vocab"]).read() + "zzzextra\n")
+    changed = _config(
+        tmp_path, tiny_data, variants=["bert"], seeds=[0], vocab_file=str(other)
+    )
+    with pytest.raises(ValueError, match="data changed"):
+        compare.run_comparison(changed)
+    # Nothing was trained on the changed data.
+    assert os.listdir(tmp_path / "results" / config.name / "finetune") == [
+        "no-pretraining__pseed0__sst2__lr0.001__ep1__seed0.json"
+    ]
 
 
 def test_variants_come_from_the_option_table():
@@ -184,17 +229,11 @@ def test_changed_settings_are_refused(tmp_path, tiny_data):
 
 def test_bad_compare_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="--variants"):
-        compare.validate_compare_config(
-            compare.CompareConfig(variants=["tupe-x"])
-        )
+        compare.CompareConfig(variants=["tupe-x"]).validate()
     with pytest.raises(ValueError, match="--glue_dir"):
-        compare.validate_compare_config(
-            compare.CompareConfig(glue_dir=str(tmp_path / "missing"))
-        )
+        compare.CompareConfig(glue_dir=str(tmp_path / "missing")).validate()
     with pytest.raises(ValueError, match="--extrapolation_factors"):
-        compare.validate_compare_config(
-            compare.CompareConfig(extrapolation_factors=[1])
-        )
+        compare.CompareConfig(extrapolation_factors=[1]).validate()
 
 
 def test_stats_say_no_difference_when_intervals_overlap():

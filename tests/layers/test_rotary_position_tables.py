@@ -22,6 +22,11 @@ def test_rotation_matches_numpy_and_keras_hub():
         keras_hub.layers.RotaryEmbedding()(x),
         atol=1e-5,
     )
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(rotate(x, tables, scale=0.25)),
+        0.25 * rotated,
+        atol=1e-6,
+    )
 
 
 def test_logits_depend_only_on_the_offset():

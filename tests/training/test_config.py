@@ -86,3 +86,43 @@ def test_glue_flags_parse_typed_lists():
     assert config.learning_rates == [1e-5, 2e-5]
     assert config.seeds == [7]
     assert config.verbose == 2
+
+
+def test_learning_defaults_follow_the_model_size():
+    tiny = config_lib.MODEL_SIZES["tiny"]["hidden_dim"]
+    small = config_lib.MODEL_SIZES["small"]["hidden_dim"]
+    base = config_lib.MODEL_SIZES["base"]["hidden_dim"]
+    assert config_lib.default_pretrain_learning_rate(tiny) == 1e-3
+    assert config_lib.default_pretrain_learning_rate(small) == 1e-4
+    assert config_lib.default_finetune_recipe(small) == {
+        "learning_rates": (1e-3,),
+        "num_epochs": 3,
+    }
+    assert config_lib.default_finetune_recipe(base) == {
+        "learning_rates": (2e-5, 3e-5, 4e-5, 5e-5),
+        "num_epochs": 10,
+    }
+    # Unset flags stay unset until the model is known.
+    values = flags.FlagValues()
+    config_flags.define_flags(config_lib.GlueConfig, values)
+    values(["prog"])
+    glue = config_flags.config_from_flags(config_lib.GlueConfig, values)
+    assert glue.learning_rates is None and glue.num_epochs is None
+
+
+def test_pretraining_learning_rate_is_resolved_from_the_dims():
+    from tupe_tf.training.pretrain import resolve_learning_rate
+
+    def resolved(**model):
+        config = config_lib.PretrainConfig(
+            model=config_lib.ModelConfig(**model)
+        )
+        return resolve_learning_rate(config).optimizer.learning_rate
+
+    assert resolved(model_size="tiny") == 1e-3
+    assert resolved(model_size="base") == 1e-4
+    assert resolved(model_size="base", hidden_dim=96, num_heads=2) == 1e-3
+    given = config_lib.PretrainConfig(
+        optimizer=config_lib.OptimizerConfig(learning_rate=5e-4)
+    )
+    assert resolve_learning_rate(given) is given

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -242,6 +243,25 @@ def test_bad_preset_and_seq_length_are_refused(
                 ),
             )
         )
+
+
+def test_recipe_defaults_come_from_the_preset_size(tmp_path, tiny_preset):
+    from tupe_tf.training.finetune import validate_glue_config
+
+    config = GlueConfig(task="sst2", preset=tiny_preset, seq_length=16)
+    validate_glue_config(config)  # hidden size 32: the small-model recipe
+    assert config.learning_rates == [1e-3] and config.num_epochs == 3
+    base_like = tmp_path / "preset"
+    shutil.copytree(tiny_preset, base_like)
+    saved = json.loads((base_like / "config.json").read_text())
+    saved["config"]["hidden_dim"] = 768
+    (base_like / "config.json").write_text(json.dumps(saved))
+    config = GlueConfig(
+        task="sst2", preset=str(base_like), seq_length=16, num_epochs=2
+    )
+    validate_glue_config(config)
+    assert config.learning_rates == [2e-5, 3e-5, 4e-5, 5e-5]
+    assert config.num_epochs == 2  # given: kept
 
 
 @pytest.mark.skipif(

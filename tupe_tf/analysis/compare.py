@@ -23,14 +23,18 @@ Example:
 import dataclasses
 import json
 import os
+import resource
 import shutil
 import time
 from typing import Optional
 from typing import Sequence
 
 from data_pipeline import fileio
+from data_pipeline.config_flags import setting
 from tupe_tf.analysis import study_stats
 from tupe_tf.backbone_options import POSITION_ENCODINGS
+from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
+from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
 
 # Ablations of a table entry: name -> (base encoding, extra options).
 ABLATIONS = {"tupe-a-tie-cls": ("tupe-a", {"untie_cls": False})}
@@ -58,68 +62,112 @@ VARIANTS = study_variants()
 
 @dataclasses.dataclass
 class CompareConfig:
-    """What the study runs; every field is a flag of `scripts/compare.py`.
+    """What the study runs; every field with a help text is a flag of
+    `scripts/compare.py`.
 
-    Attributes:
-        results_dir: per-run JSON files go to `<results_dir>/<name>/`.
-        figures_dir: figures go to `<figures_dir>/<name>/`.
-        output_dir: models and fine-tuning logs (not committed).
-        work_dir: vocabulary and shards (`study_data`).
-        variants: names from `VARIANTS` (default: all).
-        seeds: pre-training seeds of `CORE_VARIANTS`.
-        other_seeds: pre-training seeds of the other variants.
-        model_size: a key of `tupe_tf.training.MODEL_SIZES`.
-        model_dims: explicit dims overriding `model_size` (tests).
-        seq_length: pre-training length.
-        extrapolation_factors: held-out lengths as multiples of it.
-        global_batch_size, num_train_steps, learning_rate, warmup_ratio:
-            pre-training recipe.
-        eval_interval: steps between validation points of the curve.
-        eval_steps: validation batches per point.
-        plateau_loss: validation loss of the plateau; the exit step is the
-            first point `study_stats.PLATEAU_MARGIN` below it.
-        glue_dir: GLUE TSV directory; None: no fine-tuning.
-        glue_tasks: GLUE tasks.
-        glue_learning_rates: learning rates tried per (variant, task); the
-            one with the best median dev metric is reported.
-        glue_seeds: fine-tuning seeds (of the seed-`seeds[0]` models).
-        glue_epochs, glue_seq_length, glue_batch_size: the recipe.
-        glue_max_train_examples: cap on training examples (None: all).
-        heldout_fraction: fraction of the corpus held out (by document).
-        train_files, eval_files, vocab_file: use these shards instead
-            (tests); `eval_files` maps length -> files.
+    Example:
+
+    >>> CompareConfig(num_train_steps=500).name
+    'tiny_len64_steps500'
     """
 
-    results_dir: str = "docs/results"
-    figures_dir: str = "docs/figures/compare"
-    output_dir: str = "runs/study"
-    work_dir: str = "runs/study_data"
-    variants: Sequence[str] = tuple(VARIANTS)
-    seeds: Sequence[int] = (0, 1, 2)
-    other_seeds: Sequence[int] = (0,)
-    model_size: str = "tiny"
-    model_dims: Optional[dict] = None
-    seq_length: int = 64
-    extrapolation_factors: Sequence[int] = (2, 4)
-    global_batch_size: int = 32
-    num_train_steps: int = 2000
-    learning_rate: float = 1e-3
-    warmup_ratio: float = 0.05
-    eval_interval: int = 100
-    eval_steps: int = 20
-    plateau_loss: float = 5.7
-    glue_dir: Optional[str] = None
-    glue_tasks: Sequence[str] = ("cola", "sst2")
-    glue_learning_rates: Sequence[float] = (1e-3,)
-    glue_seeds: Sequence[int] = (0, 1, 2)
-    glue_epochs: int = 3
-    glue_seq_length: int = 64
-    glue_batch_size: int = 32
-    glue_max_train_examples: Optional[int] = None
-    heldout_fraction: float = 0.08
-    train_files: Sequence[str] = ()
-    eval_files: Optional[dict] = None
-    vocab_file: Optional[str] = None
+    results_dir: str = setting(
+        "docs/results",
+        help="Per-run JSON files go to <results_dir>/<study name>/.",
+    )
+    figures_dir: str = setting(
+        "docs/figures/compare", help="Figures go to <figures_dir>/<name>/."
+    )
+    output_dir: str = setting(
+        "runs/study", help="Models and fine-tuning logs (not committed)."
+    )
+    work_dir: str = setting(
+        "runs/study_data", help="Vocabulary and shards of the study's split."
+    )
+    variants: Sequence[str] = setting(
+        tuple(VARIANTS),
+        help=f"Variants, from {list(VARIANTS)}.",
+        element_type=str,
+    )
+    seeds: Sequence[int] = setting(
+        (0, 1, 2),
+        help=f"Pre-training seeds of {list(CORE_VARIANTS)}; the first "
+        "seed's models are the ones fine-tuned.",
+        element_type=int,
+    )
+    other_seeds: Sequence[int] = setting(
+        (0,), help="Pre-training seeds of the other variants.", element_type=int
+    )
+    model_size: str = setting(
+        "tiny", help="A key of tupe_tf.training.MODEL_SIZES."
+    )
+    model_dims: Optional[dict] = setting(
+        None, help="Explicit dims overriding model_size (tests).", flag=False
+    )
+    seq_length: int = setting(64, help="Pre-training sequence length.")
+    extrapolation_factors: Sequence[int] = setting(
+        (2, 4),
+        help="Held-out lengths as multiples of --seq_length.",
+        element_type=int,
+    )
+    global_batch_size: int = setting(32, help="Pre-training batch.")
+    num_train_steps: int = setting(2000, help="Pre-training steps per run.")
+    learning_rate: float = setting(
+        SMALL_PRETRAIN_LEARNING_RATE, help="Pre-training peak rate."
+    )
+    warmup_ratio: float = setting(0.05, help="Pre-training warm-up fraction.")
+    eval_interval: int = setting(
+        100, help="Steps between validation-loss points of the curve."
+    )
+    eval_steps: int = setting(20, help="Validation batches per point.")
+    plateau_loss: float = setting(
+        5.7,
+        help="Validation loss of the plateau; the exit step is the first "
+        "point study_stats.PLATEAU_MARGIN below it (report only).",
+    )
+    glue_dir: Optional[str] = setting(
+        None, help="GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning."
+    )
+    glue_tasks: Sequence[str] = setting(
+        ("cola", "sst2"), help="GLUE tasks.", element_type=str
+    )
+    glue_learning_rates: Sequence[float] = setting(
+        SMALL_FINETUNE_RECIPE["learning_rates"],
+        help="Fine-tuning learning rates tried per (variant, task); the one "
+        "with the best median dev metric is reported.",
+        element_type=float,
+    )
+    glue_seeds: Sequence[int] = setting(
+        (0, 1, 2), help="Fine-tuning seeds.", element_type=int
+    )
+    glue_epochs: int = setting(
+        SMALL_FINETUNE_RECIPE["num_epochs"], help="Fine-tuning epochs."
+    )
+    glue_seq_length: int = setting(64, help="Fine-tuning sequence length.")
+    glue_batch_size: int = setting(32, help="Fine-tuning batch.")
+    glue_max_train_examples: Optional[int] = setting(
+        None, help="Cap on fine-tuning training examples (unset: all)."
+    )
+    heldout_fraction: float = setting(
+        0.08, help="Fraction of the corpus held out, by document."
+    )
+    from_results: bool = setting(
+        False,
+        help="Only rebuild the tables and figures from the per-run JSON "
+        "files (no training, no models needed).",
+    )
+    max_runs: Optional[int] = setting(
+        None, help="Stop after this many new runs (unset: all)."
+    )
+    train_files: Sequence[str] = setting(
+        (), help="Shards to use instead (tests).", flag=False
+    )
+    eval_files: Optional[dict] = setting(
+        None, help="{length: files} to use instead (tests).", flag=False
+    )
+    vocab_file: Optional[str] = setting(
+        None, help="Vocabulary to use instead (tests).", flag=False
+    )
 
     @property
     def name(self):
@@ -157,30 +205,31 @@ class CompareConfig:
             "max_train_examples": self.glue_max_train_examples,
         }
 
-
-def validate_compare_config(config):
-    """Raises `ValueError` naming the flag of a bad setting."""
-    unknown = [name for name in config.variants if name not in VARIANTS]
-    if unknown:
-        raise ValueError(
-            f"--variants has unknown names {unknown}; valid: {list(VARIANTS)}"
-        )
-    if not config.seeds:
-        raise ValueError("--seeds must not be empty.")
-    if not 1 <= config.eval_interval <= config.num_train_steps:
-        raise ValueError(
-            "--eval_interval must be between 1 and --num_train_steps "
-            f"(got {config.eval_interval} and {config.num_train_steps})."
-        )
-    if any(int(f) < 2 for f in config.extrapolation_factors):
-        raise ValueError(
-            "--extrapolation_factors must be integers >= 2 "
-            f"(got {list(config.extrapolation_factors)})."
-        )
-    if config.glue_dir is not None and not os.path.isdir(config.glue_dir):
-        raise ValueError(f"--glue_dir {config.glue_dir!r} is not a directory.")
-    if config.glue_dir is not None and not config.glue_learning_rates:
-        raise ValueError("--glue_learning_rates must not be empty.")
+    def validate(self):
+        """Raises `ValueError` naming the flag of a bad setting."""
+        unknown = [name for name in self.variants if name not in VARIANTS]
+        if unknown:
+            raise ValueError(
+                f"--variants has unknown names {unknown}; valid: {list(VARIANTS)}"
+            )
+        if not self.seeds:
+            raise ValueError("--seeds must not be empty.")
+        if not 1 <= self.eval_interval <= self.num_train_steps:
+            raise ValueError(
+                "--eval_interval must be between 1 and --num_train_steps "
+                f"(got {self.eval_interval} and {self.num_train_steps})."
+            )
+        if any(int(f) < 2 for f in self.extrapolation_factors):
+            raise ValueError(
+                "--extrapolation_factors must be integers >= 2 "
+                f"(got {list(self.extrapolation_factors)})."
+            )
+        if self.glue_dir is not None and not os.path.isdir(self.glue_dir):
+            raise ValueError(
+                f"--glue_dir {self.glue_dir!r} is not a directory."
+            )
+        if self.glue_dir is not None and not self.glue_learning_rates:
+            raise ValueError("--glue_learning_rates must not be empty.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,51 +262,40 @@ def _seeds_of(config, variant):
 
 
 def plan_runs(config):
-    """Every run of the study, the most informative first.
+    """Every run of the study, in the order it runs.
 
-    Order: seed 0 of every variant; fine-tuning seed 0 of the control and
-    of every seed-0 model; the other seeds of the core variants; the other
-    fine-tuning seeds; the other seeds of the remaining variants.
+    Models are not committed and a later session may run on another
+    machine, so each model is fine-tuned right after its pre-training:
+    first the control's fine-tuning, then per variant its seed-`seeds[0]`
+    pre-training and its fine-tuning runs, then the other seeds of the core
+    variants, then those of the remaining variants.
     """
     variants = list(config.variants)
     first = config.seeds[0]
-    pretrain = {
-        v: [s for s in _seeds_of(config, v)] or [first] for v in variants
-    }
-    runs = []
 
-    def add_pretrain(variant, seeds):
-        runs.extend(Run("pretrain", variant, s) for s in seeds)
-
-    def add_finetune(glue_seeds):
+    def finetunings(variant):
         if config.glue_dir is None:
-            return
-        for variant in [CONTROL] + variants:
-            for seed in glue_seeds:
-                for task in config.glue_tasks:
-                    for lr in config.glue_learning_rates:
-                        runs.append(
-                            Run(
-                                "finetune",
-                                variant,
-                                seed,
-                                task,
-                                float(lr),
-                                first,
-                                config.glue_epochs,
-                            )
-                        )
+            return []
+        return [
+            Run("finetune", variant, seed, task, float(lr), first, epochs)
+            for epochs in [config.glue_epochs]
+            for seed in config.glue_seeds
+            for task in config.glue_tasks
+            for lr in config.glue_learning_rates
+        ]
 
-    for v in variants:
-        add_pretrain(v, [first])
-    add_finetune(list(config.glue_seeds)[:1])
-    for v in variants:
-        if v in CORE_VARIANTS:
-            add_pretrain(v, [s for s in pretrain[v] if s != first])
-    add_finetune(list(config.glue_seeds)[1:])
-    for v in variants:
-        if v not in CORE_VARIANTS:
-            add_pretrain(v, [s for s in pretrain[v] if s != first])
+    runs = finetunings(CONTROL)
+    for variant in variants:
+        runs.append(Run("pretrain", variant, first))
+        runs.extend(finetunings(variant))
+    for core in (True, False):
+        for variant in variants:
+            if (variant in CORE_VARIANTS) == core:
+                runs.extend(
+                    Run("pretrain", variant, seed)
+                    for seed in _seeds_of(config, variant)
+                    if seed != first
+                )
     seen, ordered = set(), []
     for run in runs:
         if run.key not in seen:
@@ -305,10 +343,43 @@ def check_study_settings(config):
         _write_json(path, settings)
 
 
+def check_study_data(config, data):
+    """Writes `data.json`, or refuses data that differ from its runs' data.
+
+    The fingerprint covers the vocabulary and every shard, so a changed
+    corpus, split or vocabulary learner is caught before any run mixes
+    with runs trained on the old data.
+    """
+    path = os.path.join(study_dir(config), "data.json")
+    record = {
+        "fingerprint": data.fingerprint,
+        "unigram_loss": data.unigram_loss,
+        "stats": data.stats,
+    }
+    if os.path.isfile(path):
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["fingerprint"] != data.fingerprint:
+            raise ValueError(
+                f"The study's data changed: {path} records the data its "
+                f"runs were trained on ({saved['fingerprint'][:12]}), the "
+                f"data under --work_dir={config.work_dir} is "
+                f"{data.fingerprint[:12]} (another corpus, split or "
+                "vocabulary learner). Runs on different data cannot be "
+                "mixed: move the study's results aside to start it again."
+            )
+    else:
+        _write_json(path, record)
+
+
 def _model_dir(config, variant, seed):
     return os.path.join(
         config.output_dir, config.name, "models", f"{variant}__seed{seed}"
     )
+
+
+def _preset_dir(config, variant, seed):
+    return os.path.join(_model_dir(config, variant, seed), "preset")
 
 
 def _data(config):
@@ -321,6 +392,11 @@ def _data(config):
             eval_files={int(k): list(v) for k, v in config.eval_files.items()},
             unigram_loss=float("nan"),
             stats={},
+            fingerprint=study_data.data_fingerprint(
+                config.vocab_file,
+                config.train_files,
+                {int(k): v for k, v in config.eval_files.items()},
+            ),
         )
     return study_data.prepare_study_data(
         config.work_dir,
@@ -403,6 +479,7 @@ def run_pretrain(config, run, data):
         "final_val_loss": losses[-1] if losses else None,
         "heldout_loss_by_length": extrapolation,
         "unigram_loss": data.unigram_loss,
+        "data_fingerprint": data.fingerprint,
         "wall_seconds": time.time() - start,
     }
 
@@ -426,9 +503,7 @@ def run_finetune(config, run, data):
     if run.variant == CONTROL:
         preset = _control_preset(config, data)
     else:
-        preset = os.path.join(
-            _model_dir(config, run.variant, run.pretrain_seed), "preset"
-        )
+        preset = _preset_dir(config, run.variant, run.pretrain_seed)
         if not os.path.isfile(os.path.join(preset, "config.json")):
             raise FileNotFoundError(
                 f"{preset} is missing: the pre-training of {run.variant} "
@@ -474,12 +549,47 @@ def run_finetune(config, run, data):
         ],
         "num_train_examples": results["num_train_examples"],
         "recipe": config.glue_recipe(),
+        "data_fingerprint": data.fingerprint,
         "wall_seconds": time.time() - start,
     }
 
 
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _execute(config, run, data):
+    """Runs one run, writes its JSON file and the report; returns the dict."""
+    cpu = _cpu_seconds()
+    if run.kind == "pretrain":
+        result = run_pretrain(config, run, data)
+        if run.seed == config.seeds[0]:
+            try:
+                draw_bias_map(config, run)
+            except Exception as error:  # a picture never stops a study
+                print(f"[compare] no bias map of {run.key}: {error!r}")
+    else:
+        result = run_finetune(config, run, data)
+    # Process CPU time of all threads: with a busy machine, wall time
+    # overstates the compute; CPU time over the cores bounds it.
+    result["cpu_seconds"] = _cpu_seconds() - cpu
+    _write_json(result_path(config, run), result)
+    print(
+        f"[compare] {run.key} done in {result['wall_seconds']:.0f} s "
+        f"({result['cpu_seconds']:.0f} CPU s)",
+        flush=True,
+    )
+    report(config)
+    return result
+
+
 def run_comparison(config: CompareConfig, max_runs=None):
     """Runs the missing runs of the study in `plan_runs` order, then reports.
+
+    A fine-tuning run whose pre-trained model is not on this machine (the
+    study continues in a new checkout) first pre-trains that model again
+    with the same seed, replacing its JSON file.
 
     Args:
         config: a `CompareConfig`.
@@ -488,7 +598,7 @@ def run_comparison(config: CompareConfig, max_runs=None):
     Returns:
         The `report` dict.
     """
-    validate_compare_config(config)
+    config.validate()
     check_study_settings(config)
     planned = plan_runs(config)
     todo = [r for r in planned if not os.path.isfile(result_path(config, r))]
@@ -498,23 +608,28 @@ def run_comparison(config: CompareConfig, max_runs=None):
         flush=True,
     )
     data = _data(config) if todo else None
+    if data is not None:
+        check_study_data(config, data)
     for index, run in enumerate(todo[:max_runs]):
         print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
-        if run.kind == "pretrain":
-            result = run_pretrain(config, run, data)
-            if run.seed == config.seeds[0]:
-                try:
-                    draw_bias_map(config, run)
-                except Exception as error:  # a picture never stops a study
-                    print(f"[compare] no bias map of {run.key}: {error!r}")
-        else:
-            result = run_finetune(config, run, data)
-        _write_json(result_path(config, run), result)
-        print(
-            f"[compare] {run.key} done in {result['wall_seconds']:.0f} s",
-            flush=True,
-        )
-        report(config)
+        if (
+            run.kind == "finetune"
+            and run.variant != CONTROL
+            and not os.path.isfile(
+                os.path.join(
+                    _preset_dir(config, run.variant, run.pretrain_seed),
+                    "config.json",
+                )
+            )
+        ):
+            again = Run("pretrain", run.variant, run.pretrain_seed)
+            print(
+                f"[compare] {again.key} again: its model is not on this "
+                "machine and the fine-tuning needs it",
+                flush=True,
+            )
+            _execute(config, again, data)
+        _execute(config, run, data)
     return report(config)
 
 
@@ -525,8 +640,9 @@ def draw_bias_map(config, run):
     from tupe_tf.analysis import figures
     from tupe_tf.models.tupe_backbone import TupeBackbone
 
-    preset = os.path.join(_model_dir(config, run.variant, run.seed), "preset")
-    backbone = TupeBackbone.from_preset(preset)
+    backbone = TupeBackbone.from_preset(
+        _preset_dir(config, run.variant, run.seed)
+    )
     if not np.any(backbone.positional_bias(config.seq_length)):
         return None  # positions only at the input: no bias to draw
     return figures.plot_positional_bias(
@@ -535,6 +651,7 @@ def draw_bias_map(config, run):
         os.path.join(
             config.figures_dir, config.name, f"bias_{run.variant}.png"
         ),
+        name=run.variant,
     )
 
 
@@ -549,6 +666,13 @@ def load_results(config):
             if name.endswith(".json"):
                 with open(os.path.join(directory, name)) as f:
                     bucket.append(json.load(f))
+    fingerprints = {run.get("data_fingerprint") for run in pretrain + finetune}
+    if len(fingerprints) > 1:
+        raise ValueError(
+            f"The runs under {study_dir(config)} were trained on different "
+            f"data (fingerprints {sorted(map(str, fingerprints))}): move the "
+            "runs of the old data aside."
+        )
     return pretrain, finetune
 
 
@@ -567,9 +691,11 @@ def report(config):
     done = {r.key for r in planned if os.path.isfile(result_path(config, r))}
     tables = render_tables(config, pretrain, finetune, order)
     total = sum(r["wall_seconds"] for r in pretrain + finetune)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in pretrain + finetune)
     tables += (
         f"\nRuns finished: {len(done)} of {len(planned)} planned; their "
-        f"total wall time: {total / 60:.1f} min.\n"
+        f"total wall time: {total / 60:.1f} min, CPU time "
+        f"{cpu / 60:.1f} min.\n"
     )
     pending = [r.key for r in planned if r.key not in done]
     if pending:
@@ -605,6 +731,7 @@ def report(config):
         "tables": tables,
         "figures": written,
         "total_wall_seconds": total,
+        "total_cpu_seconds": cpu,
         "done": sorted(done),
         "pending": pending,
     }

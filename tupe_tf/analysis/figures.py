@@ -9,7 +9,9 @@ import numpy as np  # noqa: E402
 from data_pipeline import fileio  # noqa: E402
 
 
-def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
+def plot_positional_bias(
+    backbone, sequence_length, path, max_layers=4, name=None
+):
     """Writes `positional_bias_figure` to a PNG file.
 
     Args:
@@ -17,21 +19,24 @@ def plot_positional_bias(backbone, sequence_length, path, max_layers=4):
         sequence_length: int. `n` of the `n x n` maps.
         path: output PNG path.
         max_layers: int. Layers drawn when the bias differs per layer.
+        name: the model's name in the title (default: its position
+            encoding; an ablation such as `tupe-a-tie-cls` passes its own).
 
     Returns:
         `path`.
     """
-    fig = positional_bias_figure(backbone, sequence_length, max_layers)
+    fig = positional_bias_figure(backbone, sequence_length, max_layers, name)
     _save(fig, path)
     return path
 
 
-def positional_bias_figure(backbone, sequence_length, max_layers=4):
+def positional_bias_figure(backbone, sequence_length, max_layers=4, name=None):
     """Heat maps of `backbone.positional_bias` per head (and layer).
 
     One axes per drawn (layer, head), in row-major order; each shows
     `positional_bias(n)[layer, head]`. Only layer 0 is drawn when all
-    layers share the bias.
+    layers share the bias. The title names the model (`name`, default its
+    position encoding).
 
     Returns:
         The matplotlib figure (the caller saves or closes it).
@@ -56,7 +61,7 @@ def positional_bias_figure(backbone, sequence_length, max_layers=4):
             ax.set_title(title, fontsize=8)
     scope = "shared by all layers" if shared else "per layer"
     fig.suptitle(
-        f"{backbone.position_encoding}: content-free position bias\n"
+        f"{name or backbone.position_encoding}: content-free position bias\n"
         f"(query i rows, key j columns; {scope})",
         fontsize=10,
     )

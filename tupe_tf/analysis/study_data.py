@@ -35,6 +35,8 @@ class StudyData:
             under the training targets' unigram frequencies: the loss of the
             "bag-of-words" plateau.
         stats: document and character counts of the split.
+        fingerprint: sha256 over the vocabulary and every shard: two runs
+            with the same fingerprint saw the same data.
     """
 
     vocab_file: str
@@ -42,6 +44,17 @@ class StudyData:
     eval_files: dict
     unigram_loss: float
     stats: dict
+    fingerprint: str
+
+
+def data_fingerprint(vocab_file, train_files, eval_files):
+    """sha256 of the vocabulary's and every shard's sha256, in order."""
+    paths = [vocab_file, *train_files]
+    for length in sorted(eval_files):
+        paths.extend(eval_files[length])
+    return fileio.sha256_hex(
+        "\n".join(fileio.file_sha256(p) for p in paths).encode()
+    )
 
 
 def split_documents(text, heldout_fraction):
@@ -97,8 +110,12 @@ def prepare_study_data(
         A `StudyData`.
     """
     import data_pipeline
+    from data_pipeline.wordpiece_learner import DEFAULT_LEARNER
 
     settings = {
+        # The learner decides the vocabulary, hence every shard: a changed
+        # default must rebuild, not reuse.
+        "vocab_learner": DEFAULT_LEARNER,
         "seq_length": int(seq_length),
         "eval_lengths": sorted({int(n) for n in eval_lengths}),
         "heldout_fraction": float(heldout_fraction),
@@ -120,7 +137,11 @@ def prepare_study_data(
     _write_text(heldout_txt, heldout_text)
     vocab_file = os.path.join(work_dir, "vocab.txt")
     data_pipeline.build_vocabulary(
-        train_txt, vocab_size, vocab_file, lowercase=True
+        train_txt,
+        vocab_size,
+        vocab_file,
+        lowercase=True,
+        learner=DEFAULT_LEARNER,
     )
 
     def shards(text_file, name, length, num_shards):
@@ -157,6 +178,7 @@ def prepare_study_data(
             for n, files in eval_files.items()
         },
         "unigram_loss": unigram,
+        "fingerprint": data_fingerprint(vocab_file, train_files, eval_files),
         "stats": {
             "train_characters": len(train_text),
             "heldout_characters": len(heldout_text),
@@ -175,6 +197,7 @@ def _from_marker(saved):
         eval_files={int(n): list(f) for n, f in saved["eval_files"].items()},
         unigram_loss=float(saved["unigram_loss"]),
         stats=dict(saved["stats"]),
+        fingerprint=saved["fingerprint"],
     )
 
 

@@ -118,9 +118,13 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             query = query + offsets[0]
             key = key + offsets[1]
         if rotary_tables is not None:
-            query = rotate(query, rotary_tables)
+            # The content scale rides on the query's tables: one pass less.
+            query = rotate(query, rotary_tables, self._content_scale)
             key = rotate(key, rotary_tables)
-        query = ops.multiply(query, ops.cast(self._content_scale, query.dtype))
+        else:
+            query = ops.multiply(
+                query, ops.cast(self._content_scale, query.dtype)
+            )
         logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
         if attention_bias is not None:
             logits = logits + ops.cast(attention_bias, "float32")

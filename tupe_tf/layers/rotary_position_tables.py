@@ -21,7 +21,10 @@ class RotaryPositionTables(PositionBiasLayer):
     per forward pass for all layers; `BiasedMultiHeadAttention` applies
     them (`rotary_tables`). They come from keras-hub's `RotaryEmbedding`
     through its public call: rotating a vector of ones gives
-    `cos - sin` in the first half and `cos + sin` in the second.
+    `cos - sin` in the first half and `cos + sin` in the second. The sines
+    are stored with their first half negated, so that applying them is one
+    roll and two products (`rotate`) instead of slicing, negating and
+    concatenating the halves of every query and key.
 
     Args:
         head_dim: int. `d`, the size of each head (even).
@@ -33,7 +36,8 @@ class RotaryPositionTables(PositionBiasLayer):
         inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
 
     Returns:
-        A float32 tensor `(2, n, 1, head_dim)`: the cosines, then the sines.
+        A float32 tensor `(2, n, 1, head_dim)`: the cosines `[cos, cos]`,
+        then the signed sines `[-sin, sin]`.
 
     Example:
     ```python
@@ -72,7 +76,7 @@ class RotaryPositionTables(PositionBiasLayer):
         return ops.stack(
             [
                 ops.concatenate([cos, cos], axis=-1),
-                ops.concatenate([sin, sin], axis=-1),
+                ops.concatenate([-sin, sin], axis=-1),
             ]
         )
 
@@ -91,9 +95,16 @@ class RotaryPositionTables(PositionBiasLayer):
         return config
 
 
-def rotate(tensor, tables):
-    """Applies RoPE tables `(2, n, 1, d)` to `(batch, n, heads, d)`."""
+def rotate(tensor, tables, scale=None):
+    """Applies RoPE tables `(2, n, 1, d)` to `(batch, n, heads, d)`.
+
+    `roll(x, d/2) * [-sin, sin]` is `[-x2, x1] * sin`, the rotation's
+    second term. With `scale`, the result is also multiplied by it (folded
+    into the small tables, not applied to the large tensor).
+    """
     tables = ops.cast(tables, tensor.dtype)
-    half = ops.shape(tensor)[-1] // 2
-    turned = ops.concatenate([-tensor[..., half:], tensor[..., :half]], axis=-1)
+    if scale is not None:
+        tables = tables * ops.cast(scale, tensor.dtype)
+    half = tensor.shape[-1] // 2
+    turned = ops.roll(tensor, half, axis=-1)
     return tensor * tables[0] + turned * tables[1]

@@ -42,6 +42,35 @@ MODEL_SIZES = {
     ),
 }
 
+# Learning recipes by model scale, keyed on the hidden size. The paper's
+# (TUPE Table 2) are for BERT-base; on `tiny` they leave pre-training on the
+# unigram plateau and fine-tuning at chance (docs/results.md sections 1-2,
+# where the small-model values were measured; mini and small were not).
+SMALL_PRETRAIN_HIDDEN_DIM = 128  # `tiny`
+SMALL_PRETRAIN_LEARNING_RATE = 1e-3
+PAPER_PRETRAIN_LEARNING_RATE = 1e-4
+SMALL_FINETUNE_HIDDEN_DIM = 512  # `tiny`, `mini`, `small`
+SMALL_FINETUNE_RECIPE = {"learning_rates": (1e-3,), "num_epochs": 3}
+PAPER_FINETUNE_RECIPE = {
+    "learning_rates": (2e-5, 3e-5, 4e-5, 5e-5),
+    "num_epochs": 10,
+}
+
+
+def default_pretrain_learning_rate(hidden_dim):
+    """The peak learning rate when `--learning_rate` is not given."""
+    if hidden_dim <= SMALL_PRETRAIN_HIDDEN_DIM:
+        return SMALL_PRETRAIN_LEARNING_RATE
+    return PAPER_PRETRAIN_LEARNING_RATE
+
+
+def default_finetune_recipe(hidden_dim):
+    """`{learning_rates, num_epochs}` when the flags are not given."""
+    if hidden_dim <= SMALL_FINETUNE_HIDDEN_DIM:
+        return dict(SMALL_FINETUNE_RECIPE)
+    return dict(PAPER_FINETUNE_RECIPE)
+
+
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = (
     "default",
@@ -167,7 +196,13 @@ class OptimizerConfig:
     Each field's help is its metadata (`setting(help=...)`).
     """
 
-    learning_rate: float = setting(1e-4, help="Peak learning rate.")
+    learning_rate: Optional[float] = setting(
+        None,
+        help=f"Peak learning rate (default: {SMALL_PRETRAIN_LEARNING_RATE:g} "
+        f"up to hidden size {SMALL_PRETRAIN_HIDDEN_DIM}, i.e. tiny, measured "
+        f"in docs/results.md; {PAPER_PRETRAIN_LEARNING_RATE:g} above, the "
+        "paper's).",
+    )
     warmup_steps: Optional[int] = setting(
         None, help="Linear warm-up steps (overrides --warmup_ratio)."
     )
@@ -379,15 +414,25 @@ class GlueConfig:
     seq_length: int = setting(
         128, help="Tokens per example (sentence pairs included)."
     )
-    learning_rates: Sequence[float] = setting(
-        (2e-5, 3e-5, 4e-5, 5e-5),
-        help="Learning rates swept (one run each per seed).",
+    learning_rates: Optional[Sequence[float]] = setting(
+        None,
+        help="Learning rates swept (one run each per seed; default by the "
+        f"preset's hidden size: {list(SMALL_FINETUNE_RECIPE['learning_rates'])} "
+        f"up to {SMALL_FINETUNE_HIDDEN_DIM} (tiny, mini, small), "
+        f"{list(PAPER_FINETUNE_RECIPE['learning_rates'])} above, the paper's).",
+        element_type=float,
     )
     seeds: Sequence[int] = setting(
         (0, 1, 2, 3, 4), help="Seeds per learning rate (median reported)."
     )
     batch_size: int = setting(32, help="Batch size.")
-    num_epochs: int = setting(10, help="Epochs (the paper uses 5 or 10).")
+    num_epochs: Optional[int] = setting(
+        None,
+        help="Epochs (default by the preset's hidden size: "
+        f"{SMALL_FINETUNE_RECIPE['num_epochs']} up to "
+        f"{SMALL_FINETUNE_HIDDEN_DIM}, {PAPER_FINETUNE_RECIPE['num_epochs']} "
+        "above, the paper's).",
+    )
     warmup_ratio: float = setting(
         0.06, help="Warm-up fraction of the total steps."
     )

@@ -18,6 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from data_pipeline import fileio
+from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
@@ -222,7 +223,11 @@ def summarize_runs(task_name, runs):
 
 
 def validate_glue_config(config):
-    """Refuses bad `GlueConfig` values before anything is trained."""
+    """Refuses bad `GlueConfig` values before anything is trained.
+
+    Unset `learning_rates` and `num_epochs` are filled in (on `config`)
+    with the preset's size's recipe (`config.default_finetune_recipe`).
+    """
     from data_pipeline import glue
 
     task = glue.get_task(config.task)
@@ -232,6 +237,13 @@ def validate_glue_config(config):
             "--preset is required (a pre-trained preset directory)."
         )
     backbone_config = _preset_backbone_config(config.preset)
+    recipe = config_lib.default_finetune_recipe(
+        backbone_config.get("hidden_dim", float("inf"))  # unknown: paper's
+    )
+    if config.learning_rates is None:
+        config.learning_rates = list(recipe["learning_rates"])
+    if config.num_epochs is None:
+        config.num_epochs = recipe["num_epochs"]
     max_length = backbone_config.get("max_sequence_length")
     if max_length is not None and config.seq_length > max_length:
         raise ValueError(

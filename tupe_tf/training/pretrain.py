@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 
 from data_pipeline import fileio
+from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
@@ -322,6 +323,24 @@ def resolve_default_data(config):
     )
 
 
+def resolve_learning_rate(config):
+    """Without `--learning_rate`, the model size's default peak rate.
+
+    Returns `config` itself when the rate is given, else a copy with
+    `config_lib.default_pretrain_learning_rate` of the model's hidden size.
+    """
+    if config.optimizer.learning_rate is not None:
+        return config
+    hidden_dim = config.model.dims()["hidden_dim"]
+    return dataclasses.replace(
+        config,
+        optimizer=dataclasses.replace(
+            config.optimizer,
+            learning_rate=config_lib.default_pretrain_learning_rate(hidden_dim),
+        ),
+    )
+
+
 def prepare_run(config):
     """Steps "strategy", "data" and "validate": a checked `PretrainingRun`.
 
@@ -339,6 +358,7 @@ def prepare_run(config):
         )
         config = resolve_default_data(config)
         validate_config(config, strategy)
+        config = resolve_learning_rate(config)
     except InvalidInputError:
         raise
     except ValueError as error:
