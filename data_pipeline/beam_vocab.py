@@ -26,7 +26,13 @@ from data_pipeline import wordpiece_learner
 
 
 def _count_partition(
-    partition, num_partitions, input_files, lowercase, batch_size, stats_dir
+    partition,
+    num_partitions,
+    input_files,
+    lowercase,
+    batch_size,
+    stats_dir,
+    max_words,
 ):
     """Word counts of one partition's documents; writes its corpus stats."""
     stats = corpus.CorpusStats()
@@ -38,6 +44,7 @@ def _count_partition(
             )
         ),
         lowercase,
+        max_words=max_words,
     )
     if partition == 0:  # Every partition reads the whole input.
         fileio.write_text_atomically(
@@ -47,11 +54,11 @@ def _count_partition(
     return list(counts.items())
 
 
-def _learn(word_counts, vocab_size, reserved_tokens, output_path):
+def _learn(word_counts, vocab_size, reserved_tokens, output_path, max_words):
     if not word_counts:
         return  # Empty corpus: the launcher reports it.
     tokens = wordpiece_learner.learn_from_word_counts(
-        word_counts, vocab_size, reserved_tokens
+        word_counts, vocab_size, reserved_tokens, max_words
     )
     fileio.write_text_atomically(output_path, "".join(t + "\n" for t in tokens))
 
@@ -66,6 +73,7 @@ def build_vocabulary_beam(
     beam_options=None,
     reserved_tokens=vocab_lib.RESERVED_TOKENS,
     line_batch_size=1024,
+    max_words=wordpiece_learner.DEFAULT_MAX_WORDS,
 ):
     """Learns the `tokenizers`-learner vocabulary with an Apache Beam pipeline.
 
@@ -79,6 +87,9 @@ def build_vocabulary_beam(
       beam_options: more pipeline options (see `beam_common.pipeline_options`).
       reserved_tokens: tokens placed first.
       line_batch_size: lines normalised at once.
+      max_words: see `wordpiece_learner.MAX_WORDS_HELP`; each partition's
+        counts are cut back as in the single-process count, the merged
+        counts are exact sums of them.
 
     Returns:
       The summary dict of `vocab.build_vocabulary`, plus `engine` and
@@ -117,11 +128,18 @@ def build_vocabulary_beam(
                     bool(lowercase),
                     line_batch_size,
                     work_dir,
+                    max_words,
                 )
                 | "SumCounts" >> beam.CombinePerKey(sum)
                 | "AllCounts" >> beam.combiners.ToList()
                 | "Learn"
-                >> beam.Map(_learn, vocab_size, tuple(reserved_tokens), learned)
+                >> beam.Map(
+                    _learn,
+                    vocab_size,
+                    tuple(reserved_tokens),
+                    learned,
+                    max_words,
+                )
             )
         if not os.path.exists(learned):
             raise ValueError(

@@ -187,10 +187,16 @@ class VocabConfig(beam_common.BeamSettings):
         help=wordpiece_learner.LEARNER_HELP,
         choices=wordpiece_learner.LEARNERS,
     )
+    max_words: int = setting(
+        wordpiece_learner.DEFAULT_MAX_WORDS,
+        help=wordpiece_learner.MAX_WORDS_HELP,
+    )
 
     def validate(self):
         """Raises `ValueError` naming the bad field."""
         check_vocab_size(self.vocab_size)
+        if self.max_words < 1:
+            raise ValueError(f"max_words must be >= 1, got {self.max_words}.")
         if self.num_iterations < 1:
             raise ValueError(
                 f"num_iterations must be >= 1, got {self.num_iterations}."
@@ -216,6 +222,7 @@ class VocabConfig(beam_common.BeamSettings):
                 runner=self.runner,
                 num_partitions=self.num_partitions,
                 beam_options=self.beam_options,
+                max_words=self.max_words,
             )
         return build_vocabulary(
             self.input_patterns,
@@ -224,6 +231,7 @@ class VocabConfig(beam_common.BeamSettings):
             lowercase=self.lowercase,
             learn_params={"num_iterations": self.num_iterations},
             learner=self.learner,
+            max_words=self.max_words,
         )
 
 
@@ -236,6 +244,7 @@ def build_vocabulary(
     learn_params=None,
     line_batch_size=1024,
     learner=None,
+    max_words=wordpiece_learner.DEFAULT_MAX_WORDS,
 ):
     """Learns a WordPiece vocabulary and writes it atomically.
 
@@ -262,6 +271,7 @@ def build_vocabulary(
       line_batch_size: lines per tokenization batch.
       learner: one of `wordpiece_learner.LEARNERS`; `None` for
         `wordpiece_learner.DEFAULT_LEARNER`.
+      max_words: `tokenizers` only: see `wordpiece_learner.MAX_WORDS_HELP`.
 
     Returns:
       A dict with `vocab_size` (actual), `output_file`, `sha256`, `input_files`,
@@ -294,6 +304,7 @@ def build_vocabulary(
             reserved_tokens,
             stats=stats,
             line_batch_size=line_batch_size,
+            max_words=max_words,
         )
     else:
         vocab = _learn_with_tf_text(

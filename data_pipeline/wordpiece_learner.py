@@ -18,6 +18,7 @@ Beam vocabularies are equal.
 
 import collections
 import collections.abc
+import heapq
 import unicodedata
 
 import regex
@@ -34,6 +35,20 @@ _CONTINUATION = "##"
 # punctuation character is a word of its own.
 _PUNCT = r"!-/:-@\[-`{-~\p{P}"
 _WORD_RE = regex.compile(rf"[^\s{_PUNCT}]+|[{_PUNCT}]")
+
+# Words the learner keeps, the most frequent first. Beyond this rank words
+# are seen a handful of times and their pieces are already supplied by the
+# frequent words, while the learner's memory grows with every distinct word
+# (the counts, and the trainer's per-word splits). Capping them keeps peak
+# memory flat as the corpus grows (docs/benchmarks.md).
+DEFAULT_MAX_WORDS = 250_000
+MAX_WORDS_HELP = (
+    "--learner=tokenizers: learn from at most this many distinct words, the "
+    "most frequent (ties: word order). While counting, the table of counts "
+    "is cut back to them whenever it holds twice as many, which bounds "
+    "memory; below that (a corpus with fewer distinct words) the counts "
+    "are exact and the vocabulary is the same for both engines."
+)
 
 LEARNER_TOKENIZERS = "tokenizers"
 LEARNER_TF_TEXT = "tf_text"
@@ -98,7 +113,14 @@ def split_words(text, normalizer):
     return _WORD_RE.findall(normalizer(text))
 
 
-def count_words(lines, lowercase, counts=None):
+def most_frequent(word_counts, max_words):
+    """The `max_words` most frequent `(word, count)` pairs (ties: word)."""
+    return heapq.nsmallest(
+        max_words, word_counts, key=lambda wc: (-wc[1], wc[0])
+    )
+
+
+def count_words(lines, lowercase, counts=None, max_words=None):
     """Counts words the way BERT's basic tokenizer splits them.
 
     Text is normalised by `BertNormalizer` (a batch at a time) and split by
@@ -109,6 +131,9 @@ def count_words(lines, lowercase, counts=None):
       lines: iterable of `str` lines, or of lists of lines (batches).
       lowercase: lowercase and strip accents.
       counts: optional `collections.Counter` to update.
+      max_words: when the table holds more than twice this many words, it
+        is cut back to the `max_words` most frequent (`None`: never), so
+        memory stays bounded; counts are exact until the first cut.
 
     Returns:
       A `collections.Counter` word -> count.
@@ -123,6 +148,10 @@ def count_words(lines, lowercase, counts=None):
         text = item if isinstance(item, str) else "\n".join(item)
         if text:
             counts.update(split_words(text, normalizer))
+            if max_words and len(counts) > 2 * max_words:
+                kept = most_frequent(counts.items(), max_words)
+                counts.clear()
+                counts.update(dict(kept))
     return counts
 
 
@@ -151,7 +180,9 @@ def _replayed(word_counts):
             count -= n
 
 
-def learn_from_word_counts(word_counts, vocab_size, reserved_tokens):
+def learn_from_word_counts(
+    word_counts, vocab_size, reserved_tokens, max_words=DEFAULT_MAX_WORDS
+):
     """Learns a WordPiece vocabulary from word counts, deterministically.
 
     Like TF-Text's learner, the alphabet is the `MAX_ALPHABET` most frequent
@@ -169,6 +200,8 @@ def learn_from_word_counts(word_counts, vocab_size, reserved_tokens):
         by `count_words` (order does not matter).
       vocab_size: upper bound of the vocabulary size.
       reserved_tokens: tokens placed first, in order.
+      max_words: learn from the `max_words` most frequent words only
+        (`None`: all).
 
     Returns:
       The list of tokens, in id order: reserved tokens, the alphabet
@@ -189,7 +222,10 @@ def learn_from_word_counts(word_counts, vocab_size, reserved_tokens):
 
     if isinstance(word_counts, collections.abc.Mapping):
         word_counts = word_counts.items()
-    word_counts = sorted((w, c) for w, c in word_counts if w and c > 0)
+    word_counts = [(w, c) for w, c in word_counts if w and c > 0]
+    if max_words and len(word_counts) > max_words:
+        word_counts = most_frequent(word_counts, max_words)
+    word_counts.sort()
     if not word_counts:
         raise ValueError("No words to learn a vocabulary from.")
     chars = _alphabet(word_counts)
@@ -225,7 +261,9 @@ def learn_from_word_counts(word_counts, vocab_size, reserved_tokens):
     return reserved + alphabet + pieces[:room]
 
 
-def learn_from_lines(lines, vocab_size, lowercase, reserved_tokens):
+def learn_from_lines(
+    lines, vocab_size, lowercase, reserved_tokens, max_words=DEFAULT_MAX_WORDS
+):
     """`count_words` then `learn_from_word_counts` (the single-process path).
 
     Example:
@@ -234,11 +272,20 @@ def learn_from_lines(lines, vocab_size, lowercase, reserved_tokens):
     ['[PAD]', '[UNK]']
     """
     return learn_from_word_counts(
-        count_words(lines, lowercase), vocab_size, reserved_tokens
+        count_words(lines, lowercase, max_words=max_words),
+        vocab_size,
+        reserved_tokens,
+        max_words,
     )
 
 
-def count_file_words(input_files, lowercase, stats=None, line_batch_size=1024):
+def count_file_words(
+    input_files,
+    lowercase,
+    stats=None,
+    line_batch_size=1024,
+    max_words=DEFAULT_MAX_WORDS,
+):
     """`count_words` over text files read by `corpus.text_line_batches`.
 
     Args:
@@ -246,6 +293,7 @@ def count_file_words(input_files, lowercase, stats=None, line_batch_size=1024):
       lowercase: lowercase and strip accents.
       stats: optional `corpus.CorpusStats` to update.
       line_batch_size: lines normalised at once.
+      max_words: see `count_words`.
 
     Returns:
       A `collections.Counter` word -> count.
@@ -257,7 +305,9 @@ def count_file_words(input_files, lowercase, stats=None, line_batch_size=1024):
         input_files, stats=stats, batch_size=line_batch_size
     ):
         # Lines are valid UTF-8 (sanitized); a newline separates words.
-        count_words([b"\n".join(lines).decode("utf-8")], lowercase, counts)
+        count_words(
+            [b"\n".join(lines).decode("utf-8")], lowercase, counts, max_words
+        )
     return counts
 
 
@@ -268,6 +318,7 @@ def learn_from_files(
     reserved_tokens,
     stats=None,
     line_batch_size=1024,
+    max_words=DEFAULT_MAX_WORDS,
 ):
     """Learns the vocabulary of text files; `None` if they hold no words.
 
@@ -275,7 +326,11 @@ def learn_from_files(
     >>> learn_from_files(["corpus.txt"], 30522, True,
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])  # doctest: +SKIP
     """
-    counts = count_file_words(input_files, lowercase, stats, line_batch_size)
+    counts = count_file_words(
+        input_files, lowercase, stats, line_batch_size, max_words
+    )
     if not counts:
         return None
-    return learn_from_word_counts(counts, vocab_size, reserved_tokens)
+    return learn_from_word_counts(
+        counts, vocab_size, reserved_tokens, max_words
+    )

@@ -104,6 +104,39 @@ def test_counts_give_the_same_vocabulary_in_any_order():
         )
 
 
+def test_max_words_bounds_the_counts_and_keeps_the_frequent_words():
+    # "the" in every line; every other word new: the table would grow
+    # without bound.
+    lines = [f"the w{i}a w{i}b" for i in range(500)]
+    counts = wordpiece_learner.count_words(lines, True, max_words=50)
+    assert len(counts) <= 100
+    assert counts["the"] == 500  # always among the kept: exact
+    exact = wordpiece_learner.count_words(lines, True)
+    assert len(exact) == 1001
+    # Below the bound nothing changes.
+    assert wordpiece_learner.count_words(lines, True, max_words=600) == exact
+
+
+def test_learning_uses_the_max_words_most_frequent_words():
+    counts = wordpiece_learner.count_words(_sample_lines(), True)
+    top = dict(wordpiece_learner.most_frequent(counts.items(), 40))
+    assert (
+        len(top) == 40
+        and min(top.values()) >= sorted(counts.values(), reverse=True)[39]
+    )
+    capped = wordpiece_learner.learn_from_word_counts(
+        counts, 150, RESERVED, max_words=40
+    )
+    assert capped == wordpiece_learner.learn_from_word_counts(
+        top, 150, RESERVED, max_words=None
+    )
+    assert capped != wordpiece_learner.learn_from_word_counts(
+        counts, 150, RESERVED, max_words=None
+    )
+    with pytest.raises(ValueError, match="max_words"):
+        vocab_lib.VocabConfig(output_file="v.txt", max_words=0).validate()
+
+
 def test_alphabet_is_capped_like_tf_text(monkeypatch):
     monkeypatch.setattr(wordpiece_learner, "MAX_ALPHABET", 4)
     counts = {"aab": 10, "ba": 5, "cd": 3, "xyz": 1}
