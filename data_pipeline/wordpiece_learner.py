@@ -227,7 +227,8 @@ def learn_from_word_counts(word_counts, vocab_size, reserved_tokens):
         raise ValueError(
             f"vocab_size {vocab_size} is too small for the "
             f"{len(reserved)} reserved tokens and the {len(alphabet)} "
-            "character tokens (each character as `c` and `##c`)."
+            "character tokens (each character as `c` and `##c`): pass a "
+            "larger --vocab_size."
         )
     continuation_forms = [_CONTINUATION + c for c in chars]
     tokenizer = Tokenizer(

@@ -53,7 +53,9 @@ def files(tmp_path, corpus_file, vocab_file):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     (tmp_path / "dir").mkdir()
+    no_cls = conftest.write_vocab(tmp_path / "no_cls.txt", drop=("[CLS]",))
     return {
+        "no_cls": no_cls,
         "corpus": corpus_file,
         "vocab": vocab_file,
         "binary": str(binary),
@@ -117,6 +119,23 @@ EARLY_SHARD_CASES = {
         "ERROR: Vocabulary file {binary} is not UTF-8 text (byte 16: invalid "
         "continuation byte); a vocabulary has one token per line.",
     ),
+    "vocabulary missing": (
+        {"vocab_file": "{dir}/vocab.txt"},
+        "ERROR: Vocabulary file not found: {dir}/vocab.txt",
+    ),
+    "vocabulary without [CLS]": (
+        {"vocab_file": "{no_cls}"},
+        "ERROR: Vocabulary file {no_cls} is missing required special "
+        "token(s) [CLS]; a BERT vocabulary needs all of",
+    ),
+    "unexpected argument": (
+        {"_extra": "extra"},
+        "ERROR: Unexpected arguments: ['extra']",
+    ),
+    "--output_dir not writable": (
+        {"output_dir": "/sys", "overwrite": "true"},
+        "ERROR: --output_dir: cannot write in /sys:",
+    ),
     "vocabulary is empty": (
         {"vocab_file": "{empty}"},
         "ERROR: Vocabulary file {empty} is empty;",
@@ -171,8 +190,9 @@ def test_build_shards_refuses_early(tmp_path, files, case):
     replace = {
         k: v.format(**files) if v is not None else v for k, v in replace.items()
     }
+    extra = [replace.pop("_extra")] if "_extra" in replace else []
     start = time.time()
-    result = _shards(files, tmp_path, **replace)
+    result = _shards(files, tmp_path, *extra, **replace)
     line = error_line(result, before_tensorflow=True)
     assert line.startswith(expected.format(**files)), line
     assert not (tmp_path / "out").exists()
@@ -296,6 +316,24 @@ def test_existing_output_dir_needs_overwrite(tmp_path, files):
             "ERROR: --vocab_size must be an int larger than the 5 reserved",
         ),
         (
+            "vocab_size too small for the alphabet",
+            {"vocab_size": "20"},
+            "ERROR: vocab_size 20 is too small for the 5 reserved tokens and "
+            "the 58 character tokens",
+        ),
+        (
+            "no --output",
+            {"output": None},
+            "ERROR: flag --output=None: Flag --output must have a value "
+            "other than None.",
+        ),
+        (
+            "Beam with the tf_text learner",
+            {"runner": "DirectRunner", "learner": "tf_text"},
+            "ERROR: --runner: Beam pipelines learn with the 'tokenizers' "
+            "learner; got learner='tf_text'.",
+        ),
+        (
             "unknown learner",
             {"learner": "spm"},
             "ERROR: flag --learner=spm: value should be one of",
@@ -303,7 +341,9 @@ def test_existing_output_dir_needs_overwrite(tmp_path, files):
     ],
 )
 def test_build_vocab_errors(tmp_path, files, case, replace, expected):
-    replace = {k: v.format(**files) for k, v in replace.items()}
+    replace = {
+        k: v.format(**files) if v is not None else v for k, v in replace.items()
+    }
     line = error_line(_vocab(files, tmp_path, **replace))
     assert line.startswith(expected.format(**files)), (case, line)
     assert not (tmp_path / "v").exists()
