@@ -62,9 +62,23 @@ class _Interrupted(KeyboardInterrupt):
     signal_number = signal.SIGTERM
 
 
+# The signals received, so that an interruption that a framework wrapped
+# into another exception (Beam: a `RuntimeError`) is still reported as one.
+_received_signals = []
+
+
 def _raise_interrupted(signal_number, frame):
-    del signal_number, frame
+    del frame
+    _received_signals.append(signal_number)
     raise _Interrupted()
+
+
+def _interrupted(number):
+    fail(
+        f"Interrupted by {signal.Signals(number).name}; the outputs of this "
+        "run were not complete and were not published.",
+        128 + number,
+    )
 
 
 def run(main):
@@ -76,13 +90,12 @@ def run(main):
         try:
             return main(argv)
         except KeyboardInterrupt as e:
-            number = getattr(e, "signal_number", signal.SIGINT)
-            fail(
-                f"Interrupted by {signal.Signals(number).name}; the outputs of "
-                "this run were not complete and were not published.",
-                128 + number,
-            )
-        except USER_ERRORS as e:
-            fail(e)
+            _interrupted(getattr(e, "signal_number", signal.SIGINT))
+        except Exception as e:  # pylint: disable=broad-except
+            if _received_signals:
+                _interrupted(_received_signals[0])
+            if isinstance(e, USER_ERRORS):
+                fail(e)
+            raise
 
     app.run(wrapped, flags_parser=_parse_flags)

@@ -251,7 +251,7 @@ def test_beam_scripts_end_refusals_with_one_error_line(
         "--num_shards=2",
         *beam_flags,
     )
-    line = test_script_errors.error_line(result)
+    line = test_script_errors.error_line(result, logs=True)
     assert line.startswith(f"ERROR: Input file {junk} is not UTF-8 text: 200")
     result = test_scripts._run(
         "build_vocab.py",
@@ -260,7 +260,7 @@ def test_beam_scripts_end_refusals_with_one_error_line(
         "--vocab_size=100",
         *beam_flags,
     )
-    line = test_script_errors.error_line(result)
+    line = test_script_errors.error_line(result, logs=True)
     assert line.startswith(f"ERROR: Input file {junk} is not UTF-8 text: 200")
     assert sorted(os.listdir(tmp_path)) == ["junk.txt"]
 
@@ -287,4 +287,17 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
         .splitlines()[-1]
         .startswith("ERROR: Interrupted by SIGTERM;")
     )
+    assert not out.exists()
+
+
+def test_unknown_runner_is_named(tmp_path, corpus_file, vocab_file):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+        beam_shards.build_shards_beam(
+            _config(corpus_file, vocab_file, out), runner="Nope"
+        )
+    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+        beam_vocab.build_vocabulary_beam(
+            corpus_file, 100, str(out / "vocab.txt"), runner="Nope"
+        )
     assert not out.exists()
