@@ -290,6 +290,31 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
     assert not out.exists()
 
 
+def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
+    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
+    out_dir = tmp_path / "v"
+    process = test_script_errors.start_script(
+        "build_vocab.py",
+        f"--input={corpus_file}",
+        f"--output={out_dir / 'vocab.txt'}",
+        "--vocab_size=200",
+        "--runner=DirectRunner",
+        "--num_partitions=2",
+    )
+    # The pipeline's work directory appears in the output's directory.
+    test_script_errors.wait_for_temporaries(process, out_dir)
+    time.sleep(1)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("ERROR: Interrupted by SIGTERM;")
+    )
+    assert not out_dir.exists()
+
+
 def test_unknown_runner_is_named(tmp_path, corpus_file, vocab_file):
     out = tmp_path / "out"
     with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
