@@ -20,6 +20,13 @@ an older run's manifest and shards, rename the new ones and write
 `manifest.json` last. A failed run leaves no manifest and no final-named
 shard of its own; rerunning completes. The output directory must be on a
 filesystem that the workers and the launcher share (local runs, NFS).
+
+Refusals: the input is checked like the single-process builder's
+(`shards.preflight` before the pipeline; while reading, every partition
+reads the whole input, so all refuse the same file): a partition that
+refuses its input reports the error in its result file instead of raising
+it in the runner, and the launcher raises it (`corpus.InputError`), like the
+`[UNK]` share, summed over the partitions, before anything is renamed.
 """
 
 import dataclasses
@@ -132,9 +139,12 @@ def build_shards_beam(
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      ValueError: bad config, `num_partitions` or vocabulary; empty corpus.
+      ValueError: bad config, `num_partitions`, runner or vocabulary;
+        `corpus.InputError`: empty, binary or undecodable input, too many
+        `[UNK]` tokens (nothing is written).
       FileNotFoundError: a missing input or vocabulary file.
       FileExistsError: `output_dir` not empty and `overwrite` not set.
+      fileio.OutputError: `output_dir` cannot be created or written.
       ImportError: Apache Beam is not installed.
 
     Example:
