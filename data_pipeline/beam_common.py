@@ -94,6 +94,7 @@ def partition_line_batches(
     num_partitions,
     stats=None,
     batch_size=1024,
+    text_input=None,
 ):
     """`corpus.text_line_batches` restricted to one partition's documents.
 
@@ -106,12 +107,14 @@ def partition_line_batches(
       num_partitions: the number of partitions.
       stats: optional `corpus.CorpusStats`, updated for the whole input.
       batch_size: lines per batch.
+      text_input: optional `corpus.TextInputSettings`, checked on the whole
+        input (every partition reads it all, so all refuse the same file).
 
     Yields:
       `(lines, kinds)` like `corpus.text_line_batches`.
     """
     batches = corpus.text_line_batches(
-        input_files, stats=stats, batch_size=batch_size
+        input_files, stats=stats, batch_size=batch_size, text_input=text_input
     )
     if num_partitions == 1:
         yield from batches

@@ -20,6 +20,13 @@ an older run's manifest and shards, rename the new ones and write
 `manifest.json` last. A failed run leaves no manifest and no final-named
 shard of its own; rerunning completes. The output directory must be on a
 filesystem that the workers and the launcher share (local runs, NFS).
+
+Refusals: the input is checked like the single-process builder's
+(`shards.preflight` before the pipeline; while reading, every partition
+reads the whole input, so all refuse the same file): a partition that
+refuses its input reports the error in its result file instead of raising
+it in the runner, and the launcher raises it (`corpus.InputError`), like the
+`[UNK]` share, summed over the partitions, before anything is renamed.
 """
 
 import dataclasses
@@ -64,7 +71,12 @@ def _build_partition(
     vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
     stats = corpus.CorpusStats()
     batches = beam_common.partition_line_batches(
-        input_files, partition, num_partitions, stats, config.line_batch_size
+        input_files,
+        partition,
+        num_partitions,
+        stats,
+        config.line_batch_size,
+        text_input=config,
     )
     token_batches = shards.tokenized_line_batches(
         input_files,
@@ -81,10 +93,16 @@ def _build_partition(
     owned = owned_shards(partition, num_partitions, config.num_shards)
     options = tf.io.TFRecordOptions(compression_type=config.tf_compression)
     writers = [tf.io.TFRecordWriter(tmp_paths[j], options) for j in owned]
+    result_path = os.path.join(result_dir, f"partition-{partition:05d}.json")
     try:
         counts, unk_count, packer = shards.pack_and_write(
             token_batches, partition_config, vocabulary, writers
         )
+    except corpus.InputError as e:
+        # Refused input is the user's error, not the runner's: reported to
+        # the launcher, which raises it (the same in every partition).
+        fileio.write_text_atomically(result_path, json.dumps({"error": str(e)}))
+        return
     finally:
         for writer in writers:
             writer.close()
@@ -96,10 +114,7 @@ def _build_partition(
         "packing": dataclasses.asdict(packer.stats),
         "corpus": dataclasses.asdict(stats),
     }
-    fileio.write_text_atomically(
-        os.path.join(result_dir, f"partition-{partition:05d}.json"),
-        json.dumps(result),
-    )
+    fileio.write_text_atomically(result_path, json.dumps(result))
 
 
 def build_shards_beam(
@@ -124,9 +139,12 @@ def build_shards_beam(
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      ValueError: bad config, `num_partitions` or vocabulary; empty corpus.
+      ValueError: bad config, `num_partitions`, runner or vocabulary;
+        `corpus.InputError`: empty, binary or undecodable input, too many
+        `[UNK]` tokens (nothing is written).
       FileNotFoundError: a missing input or vocabulary file.
       FileExistsError: `output_dir` not empty and `overwrite` not set.
+      fileio.OutputError: `output_dir` cannot be created or written.
       ImportError: Apache Beam is not installed.
 
     Example:
@@ -142,80 +160,32 @@ def build_shards_beam(
             f"num_partitions ({num_partitions}) must be <= num_shards "
             f"({config.num_shards}): each partition writes its own shards."
         )
-    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
-    input_files = corpus.resolve_input_files(config.input_patterns)
+    vocabulary, input_files = shards.preflight(config)
     options = beam_common.pipeline_options(runner, beam_options)
     output_dir = os.fspath(config.output_dir)
-    shards.check_output_dir(output_dir, config.overwrite)
     names = shards.shard_names(
         config.file_prefix, config.num_shards, config.tf_compression
     )
     final_paths = [os.path.join(output_dir, n) for n in names]
-    result_dir = tempfile.mkdtemp(prefix=".beam-shards-", dir=output_dir)
-    try:
-        with fileio.atomic_files(final_paths) as tmp_paths:
-            with beam.Pipeline(options=options) as pipeline:
-                _ = (
-                    pipeline
-                    | "Partitions" >> beam.Create(list(range(num_partitions)))
-                    | "Spread" >> beam.Reshuffle()
-                    | "BuildPartition"
-                    >> beam.Map(
-                        _build_partition,
-                        num_partitions,
-                        config,
-                        input_files,
-                        tmp_paths,
-                        result_dir,
-                        partition_hook,
-                    )
-                )
-            results = []
-            for partition in range(num_partitions):
-                path = os.path.join(
-                    result_dir, f"partition-{partition:05d}.json"
-                )
-                if not os.path.exists(path):
-                    raise RuntimeError(
-                        f"Partition {partition} of {num_partitions} reported "
-                        "no result; nothing was published."
-                    )
-                with open(path) as f:
-                    results.append(json.load(f))
-            counts = [0] * config.num_shards
-            packing_stats = packing.PackingStats()
-            unk_count = 0
-            for result in results:
-                for shard, count in result["shard_examples"].items():
-                    counts[int(shard)] = count
-                unk_count += result["unk_tokens"]
-                for field, value in result["packing"].items():
-                    setattr(
-                        packing_stats,
-                        field,
-                        getattr(packing_stats, field) + value,
-                    )
-            if sum(counts) == 0:
-                raise ValueError(
-                    "Empty corpus: no tokens in input file(s) "
-                    f"{', '.join(input_files)}."
-                )
-            shard_entries = [
-                {
-                    "name": name,
-                    "examples": count,
-                    "bytes": os.path.getsize(tmp_path),
-                    "sha256": fileio.file_sha256(tmp_path),
-                }
-                for name, tmp_path, count in zip(names, tmp_paths, counts)
-            ]
-            # Every shard is complete: drop an older run's manifest and shards
-            # now; leaving the `with` renames the new shards.
-            shards.remove_previous_outputs(
-                output_dir, keep={os.path.basename(p) for p in tmp_paths}
+    with fileio.made_directory(output_dir, "--output_dir"):
+        result_dir = tempfile.mkdtemp(
+            prefix=shards.BEAM_WORK_DIR_PREFIX, dir=output_dir
+        )
+        try:
+            shard_entries, results, packing_stats, unk_count = _run_pipeline(
+                beam,
+                options,
+                config,
+                num_partitions,
+                vocabulary,
+                input_files,
+                names,
+                final_paths,
+                result_dir,
+                partition_hook,
             )
-    finally:
-        shutil.rmtree(result_dir, ignore_errors=True)
+        finally:
+            shutil.rmtree(result_dir, ignore_errors=True)
     manifest = shards.shard_manifest(
         config,
         vocabulary,
@@ -229,3 +199,92 @@ def build_shards_beam(
     )
     manifest_lib.write_manifest(output_dir, manifest)
     return manifest
+
+
+def _run_pipeline(
+    beam,
+    options,
+    config,
+    num_partitions,
+    vocabulary,
+    input_files,
+    names,
+    final_paths,
+    result_dir,
+    partition_hook,
+):
+    """Runs the pipeline and publishes the shards (not the manifest).
+
+    Returns:
+      `(shard_entries, partition_results, packing_stats, unk_count)`.
+    """
+    output_dir = os.path.dirname(final_paths[0])
+    with fileio.atomic_files(final_paths) as tmp_paths:
+        with beam.Pipeline(options=options) as pipeline:
+            _ = (
+                pipeline
+                | "Partitions" >> beam.Create(list(range(num_partitions)))
+                | "Spread" >> beam.Reshuffle()
+                | "BuildPartition"
+                >> beam.Map(
+                    _build_partition,
+                    num_partitions,
+                    config,
+                    input_files,
+                    tmp_paths,
+                    result_dir,
+                    partition_hook,
+                )
+            )
+        results = []
+        for partition in range(num_partitions):
+            path = os.path.join(result_dir, f"partition-{partition:05d}.json")
+            if not os.path.exists(path):
+                raise RuntimeError(
+                    f"Partition {partition} of {num_partitions} reported "
+                    "no result; nothing was published."
+                )
+            with open(path) as f:
+                results.append(json.load(f))
+        for result in results:
+            if "error" in result:
+                raise corpus.InputError(result["error"])
+        counts = [0] * config.num_shards
+        packing_stats = packing.PackingStats()
+        unk_count = 0
+        for result in results:
+            for shard, count in result["shard_examples"].items():
+                counts[int(shard)] = count
+            unk_count += result["unk_tokens"]
+            for field, value in result["packing"].items():
+                setattr(
+                    packing_stats,
+                    field,
+                    getattr(packing_stats, field) + value,
+                )
+        if sum(counts) == 0:
+            raise corpus.empty_corpus_error(input_files)
+        shards.check_unk_share(
+            unk_count,
+            packing_stats.text_tokens,
+            config,
+            vocabulary,
+            input_files,
+        )
+        shard_entries = [
+            {
+                "name": name,
+                "examples": count,
+                "bytes": os.path.getsize(tmp_path),
+                "sha256": fileio.file_sha256(tmp_path),
+            }
+            for name, tmp_path, count in zip(names, tmp_paths, counts)
+        ]
+        # Every shard is complete: drop an older run's manifest and shards
+        # now; leaving the `with` renames the new shards.
+        shards.remove_previous_outputs(
+            output_dir,
+            keep={os.path.basename(p) for p in tmp_paths}
+            | {os.path.basename(result_dir)},
+        )
+    return shard_entries, results, packing_stats, unk_count

@@ -24,6 +24,8 @@ from data_pipeline import fileio
 from data_pipeline import vocab as vocab_lib
 from data_pipeline import wordpiece_learner
 
+_ERROR_FILE = "error-{:05d}.txt"
+
 
 def _count_partition(
     partition,
@@ -32,20 +34,36 @@ def _count_partition(
     lowercase,
     batch_size,
     stats_dir,
-    max_words,
+    text_input=None,
+    max_words=None,
 ):
-    """Word counts of one partition's documents; writes its corpus stats."""
+    """Word counts of one partition's documents; writes its corpus stats.
+
+    Input refused by `text_input` is reported in `stats_dir` (the launcher
+    raises it; every partition reads the whole input, so all refuse it) and
+    counts nothing.
+    """
     stats = corpus.CorpusStats()
-    counts = wordpiece_learner.count_words(
-        (
-            b"\n".join(lines).decode("utf-8")
-            for lines, _ in beam_common.partition_line_batches(
-                input_files, partition, num_partitions, stats, batch_size
-            )
-        ),
-        lowercase,
-        max_words=max_words,
-    )
+    try:
+        counts = wordpiece_learner.count_words(
+            wordpiece_learner.text_chunks(
+                beam_common.partition_line_batches(
+                    input_files,
+                    partition,
+                    num_partitions,
+                    stats,
+                    batch_size,
+                    text_input=text_input,
+                )
+            ),
+            lowercase,
+            max_words=max_words,
+        )
+    except corpus.InputError as e:
+        fileio.write_text_atomically(
+            os.path.join(stats_dir, _ERROR_FILE.format(partition)), str(e)
+        )
+        return []
     if partition == 0:  # Every partition reads the whole input.
         fileio.write_text_atomically(
             os.path.join(stats_dir, "corpus_stats.json"),
@@ -55,7 +73,7 @@ def _count_partition(
 
 
 def _learn(word_counts, vocab_size, reserved_tokens, output_path, max_words):
-    if not word_counts:
+    if not wordpiece_learner.learnable_word_counts(word_counts):
         return  # Empty corpus: the launcher reports it.
     tokens = wordpiece_learner.learn_from_word_counts(
         word_counts, vocab_size, reserved_tokens, max_words
@@ -73,6 +91,7 @@ def build_vocabulary_beam(
     beam_options=None,
     reserved_tokens=vocab_lib.RESERVED_TOKENS,
     line_batch_size=1024,
+    text_input=None,
     max_words=wordpiece_learner.DEFAULT_MAX_WORDS,
 ):
     """Learns the `tokenizers`-learner vocabulary with an Apache Beam pipeline.
@@ -87,6 +106,7 @@ def build_vocabulary_beam(
       beam_options: more pipeline options (see `beam_common.pipeline_options`).
       reserved_tokens: tokens placed first.
       line_batch_size: lines normalised at once.
+      text_input: `corpus.TextInputSettings`; `None` for the defaults.
       max_words: see `wordpiece_learner.MAX_WORDS_HELP`; each partition's
         counts are cut back as in the single-process count, the merged
         counts are exact sums of them.
@@ -96,8 +116,11 @@ def build_vocabulary_beam(
       `num_partitions`.
 
     Raises:
-      ValueError: bad `vocab_size`/`num_partitions`, empty corpus.
+      ValueError: bad `vocab_size`/`num_partitions`; `corpus.InputError`:
+        empty, binary or undecodable input (nothing is written).
       FileNotFoundError: a missing input file.
+      fileio.OutputError: the directory of `output_file` cannot be created
+        or written.
       ImportError: Apache Beam is not installed.
 
     Example:
@@ -107,50 +130,35 @@ def build_vocabulary_beam(
     beam = beam_common.import_beam()
     vocab_lib.check_vocab_size(vocab_size, reserved_tokens)
     beam_common.check_num_partitions(num_partitions)
-    input_files = corpus.resolve_input_files(input_patterns)
-    options = beam_common.pipeline_options(runner, beam_options)
+    if text_input is None:
+        text_input = corpus.TextInputSettings()
+    text_input.check_text_input_settings()
     output_file = os.fspath(output_file)
+    vocab_lib.check_output_file(output_file)
+    input_files = corpus.resolve_input_files(
+        input_patterns, text_input=text_input
+    )
+    options = beam_common.pipeline_options(runner, beam_options)
     out_dir = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(out_dir, exist_ok=True)
-    work_dir = tempfile.mkdtemp(prefix=".beam-vocab-", dir=out_dir)
-    learned = os.path.join(work_dir, "vocab.txt")
-    try:
-        with beam.Pipeline(options=options) as pipeline:
-            _ = (
-                pipeline
-                | "Partitions" >> beam.Create(list(range(num_partitions)))
-                | "Spread" >> beam.Reshuffle()
-                | "CountWords"
-                >> beam.FlatMap(
-                    _count_partition,
-                    num_partitions,
-                    input_files,
-                    bool(lowercase),
-                    line_batch_size,
-                    work_dir,
-                    max_words,
-                )
-                | "SumCounts" >> beam.CombinePerKey(sum)
-                | "AllCounts" >> beam.combiners.ToList()
-                | "Learn"
-                >> beam.Map(
-                    _learn,
-                    vocab_size,
-                    tuple(reserved_tokens),
-                    learned,
-                    max_words,
-                )
+    with fileio.made_directory(out_dir, "--output"):
+        work_dir = tempfile.mkdtemp(prefix=".beam-vocab-", dir=out_dir)
+        try:
+            stats = _run_pipeline(
+                beam,
+                options,
+                num_partitions,
+                input_files,
+                lowercase,
+                line_batch_size,
+                work_dir,
+                vocab_size,
+                reserved_tokens,
+                text_input,
+                output_file,
+                max_words,
             )
-        if not os.path.exists(learned):
-            raise ValueError(
-                "Empty corpus: no text found in input file(s) "
-                f"{', '.join(input_files)}."
-            )
-        with open(os.path.join(work_dir, "corpus_stats.json")) as f:
-            stats = json.load(f)
-        os.replace(learned, output_file)
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True)
     with open(output_file, encoding="utf-8") as f:
         size = len(f.read().splitlines())
     return {
@@ -164,3 +172,56 @@ def build_vocabulary_beam(
         "num_partitions": num_partitions,
         "corpus_stats": stats,
     }
+
+
+def _run_pipeline(
+    beam,
+    options,
+    num_partitions,
+    input_files,
+    lowercase,
+    line_batch_size,
+    work_dir,
+    vocab_size,
+    reserved_tokens,
+    text_input,
+    output_file,
+    max_words,
+):
+    """Runs the pipeline, then publishes the vocabulary; returns the corpus
+    statistics."""
+    learned = os.path.join(work_dir, "vocab.txt")
+    with beam.Pipeline(options=options) as pipeline:
+        _ = (
+            pipeline
+            | "Partitions" >> beam.Create(list(range(num_partitions)))
+            | "Spread" >> beam.Reshuffle()
+            | "CountWords"
+            >> beam.FlatMap(
+                _count_partition,
+                num_partitions,
+                input_files,
+                bool(lowercase),
+                line_batch_size,
+                work_dir,
+                text_input,
+                max_words,
+            )
+            | "SumCounts" >> beam.CombinePerKey(sum)
+            | "AllCounts" >> beam.combiners.ToList()
+            | "Learn"
+            >> beam.Map(
+                _learn, vocab_size, tuple(reserved_tokens), learned, max_words
+            )
+        )
+    for partition in range(num_partitions):
+        path = os.path.join(work_dir, _ERROR_FILE.format(partition))
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                raise corpus.InputError(f.read())
+    with open(os.path.join(work_dir, "corpus_stats.json")) as f:
+        stats = json.load(f)
+    if not os.path.exists(learned):
+        raise vocab_lib.no_words_error(input_files, stats["nonblank_lines"])
+    os.replace(learned, output_file)
+    return stats

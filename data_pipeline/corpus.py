@@ -2,12 +2,15 @@
 embedded default corpus (the English Wikipedia sample shipped in gensim)."""
 
 import bz2
+import contextlib
 import dataclasses
 import gzip
 import os
 import re
+import zlib
 
 from data_pipeline import fileio
+from data_pipeline.config_flags import setting
 
 # Lines longer than this many bytes are cut (at a space when possible) into
 # pieces, so that one huge line never has to sit in memory or in a tokenizer
@@ -17,6 +20,55 @@ DEFAULT_MAX_PIECE_BYTES = 1 << 18
 # Line kinds yielded next to each line by `text_line_batches`.
 NEW_LINE = 0
 CONTINUATION = 1
+
+# How many bytes of each input file are looked at before anything is built
+# (a NUL byte there means binary data; nothing but whitespace in every file
+# means an empty corpus). Git's binary-file test reads 8000.
+SNIFF_BYTES = 8192
+# The share of undecodable lines is checked after this many non-blank lines
+# of a file, and again at its end.
+EARLY_CHECK_LINES = 1000
+DEFAULT_MAX_INVALID_LINE_FRACTION = 0.05
+# Names listed in an error message about several input files.
+_LISTED_FILES = 3
+
+
+class InputError(ValueError):
+    """Input text refused or unreadable; the message names the file, what
+    was measured and the flag that overrides the refusal, if any."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class TextInputSettings:
+    """What input the vocabulary and shard builders accept as text (their
+    flags; keyword-only, so configs that inherit them keep their own field
+    order). The checks run in `check_text_files` (before anything is
+    built) and `text_line_batches` (while reading)."""
+
+    allow_nul_bytes: bool = setting(
+        False,
+        help="Read input files that hold NUL bytes. By default such a file "
+        "is refused as binary (or UTF-16) data, not UTF-8 text: its first "
+        f"{SNIFF_BYTES} bytes are checked before anything is built, the "
+        "rest while it is read.",
+    )
+    max_invalid_line_fraction: float = setting(
+        DEFAULT_MAX_INVALID_LINE_FRACTION,
+        help="Refuse an input file when more than this share of its "
+        "non-blank lines hold bytes that are not UTF-8 (checked after its "
+        f"first {EARLY_CHECK_LINES} non-blank lines and at its end; "
+        "accepted lines have those bytes replaced with U+FFFD); 1 accepts "
+        "any file.",
+    )
+
+    def check_text_input_settings(self):
+        """Raises `ValueError` naming the bad field."""
+        fraction = self.max_invalid_line_fraction
+        if not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+            raise ValueError(
+                f"max_invalid_line_fraction: must be in [0, 1] (got "
+                f"{fraction!r})."
+            )
 
 
 @dataclasses.dataclass
@@ -31,12 +83,14 @@ class CorpusStats:
     long_lines_split: int = 0
 
 
-def resolve_input_files(input_patterns):
+def resolve_input_files(input_patterns, text_input=None):
     """Expands comma-separated files/globs into a sorted, de-duplicated list.
 
     Args:
       input_patterns: a comma-separated string, a list of strings, or `None`
         for the embedded corpus (`embedded_corpus_path()`).
+      text_input: optional `TextInputSettings`: then the files are also
+        checked with `check_text_files` (binary, unreadable or all empty).
 
     Returns:
       A list of file paths, in the order given (each glob sorted).
@@ -44,24 +98,117 @@ def resolve_input_files(input_patterns):
     Raises:
       FileNotFoundError: naming a file that does not exist or a glob that
         matches nothing.
-      ValueError: if no pattern is given or a path is a directory.
+      ValueError: if no pattern is given or a path is a directory;
+        `InputError` from `check_text_files`.
 
     Example:
     >>> resolve_input_files("a.txt,corpus/*.gz")  # doctest: +SKIP
     ['a.txt', 'corpus/part-0.gz', 'corpus/part-1.gz']
     """
     if input_patterns is None:
-        return [embedded_corpus_path()]
+        paths = [embedded_corpus_path()]
+    else:
+        paths = _expand_input_patterns(input_patterns)
+    if text_input is not None:
+        check_text_files(paths, text_input)
+    return paths
+
+
+def _expand_input_patterns(input_patterns):
     patterns = fileio.split_patterns(input_patterns)
     if not patterns:
-        raise ValueError("No input file given.")
+        raise ValueError(
+            "--input names no file: give files or globs, or leave --input "
+            "out for the embedded corpus."
+        )
     paths = []
-    for path in fileio.expand_patterns(patterns, "Input"):
+    for path in fileio.expand_patterns(patterns, "--input"):
         if os.path.isdir(path):
-            raise ValueError(f"Input path is a directory, not a file: {path}")
+            raise ValueError(
+                f"--input: {path} is a directory, not a file (for the files "
+                f"in it, pass '{os.path.join(path, '*')}')."
+            )
         if path not in paths:
             paths.append(path)
     return paths
+
+
+def describe_files(paths):
+    """`a, b, c` or `a, b, c and 7 more`, for error messages."""
+    listed = ", ".join(paths[:_LISTED_FILES])
+    if len(paths) > _LISTED_FILES:
+        listed += f" and {len(paths) - _LISTED_FILES} more"
+    return listed
+
+
+def empty_corpus_error(input_files, what="text"):
+    """The `InputError` of a corpus without `what` (text, words...)."""
+    return InputError(
+        f"Empty corpus: no {what} in input file(s) "
+        f"{describe_files(input_files)}."
+    )
+
+
+def _nul_error(path, where):
+    return InputError(
+        f"Input file {path} is not text: {where} holds a NUL byte (binary "
+        "data, or UTF-16 text: convert it to UTF-8). Pass --allow_nul_bytes "
+        "to read it anyway."
+    )
+
+
+def _read_error(path, error):
+    return InputError(f"Cannot read input file {path}: {error}")
+
+
+# What a damaged `.gz`/`.bz2` or an unreadable file raises while read.
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def check_text_files(input_files, text_input):
+    """Refuses input files that are binary, unreadable or all empty.
+
+    Reads the first `SNIFF_BYTES` bytes of each file (decompressed), so
+    that a wrong input is refused before anything is built.
+
+    Args:
+      input_files: list of paths.
+      text_input: `TextInputSettings`.
+
+    Raises:
+      InputError: a file cannot be read or decompressed; a NUL byte in a
+        file's first bytes (unless `allow_nul_bytes`); every file empty or
+        blank.
+    """
+    some_text = False
+    for path in input_files:
+        try:
+            with open_text_file(path) as f:
+                head = f.read(SNIFF_BYTES)
+                complete = len(head) < SNIFF_BYTES or not f.read(1)
+        except _READ_ERRORS as e:
+            raise _read_error(path, e) from e
+        if not text_input.allow_nul_bytes and b"\0" in head:
+            offset = head.index(b"\0")
+            raise _nul_error(path, f"byte {offset}")
+        some_text = some_text or not complete or bool(head.strip())
+    if not some_text:
+        raise empty_corpus_error(input_files)
+
+
+def _check_invalid_share(path, invalid, nonblank, text_input, at_end):
+    """Refuses a file whose share of undecodable lines is too large."""
+    limit = text_input.max_invalid_line_fraction
+    if not nonblank or invalid <= limit * nonblank:
+        return
+    where = "its" if at_end else "the first"
+    raise InputError(
+        f"Input file {path} is not UTF-8 text: {invalid} of {where} "
+        f"{nonblank} non-blank lines ({100 * invalid / nonblank:.1f}%) hold "
+        f"bytes that are not UTF-8, more than --max_invalid_line_fraction="
+        f"{limit:g}. Convert it to UTF-8, or pass "
+        "--max_invalid_line_fraction=1 to read it with U+FFFD replacements."
+    )
 
 
 def open_text_file(path):
@@ -90,33 +237,40 @@ def _split_point(piece):
 
 def _file_pieces(path, stats, max_piece_bytes):
     """Yields `(bytes_piece, kind)` for one file, ending with a blank line."""
-    with open_text_file(path) as f:
-        carry = b""
-        continuing = False
-        while True:
-            chunk = f.readline(max_piece_bytes)
-            if not chunk and not carry:
-                break
-            stats.bytes_read += len(chunk)
-            piece = carry + chunk
-            carry = b""
-            # readline() returns less than the limit only at a newline or EOF.
-            if piece.endswith(b"\n") or len(chunk) < max_piece_bytes:
-                line = piece.rstrip(b"\r\n")
-                yield line, CONTINUATION if continuing else NEW_LINE
-                continuing = False
-                if not chunk:
-                    break
-                continue
-            # A partial line: cut it at a space and carry the rest over.
-            if not continuing:
-                stats.long_lines_split += 1
-            cut = _split_point(piece)
-            carry = piece[cut:]
-            yield piece[:cut], CONTINUATION if continuing else NEW_LINE
-            continuing = True
+    try:
+        with open_text_file(path) as f:
+            yield from _pieces(f, stats, max_piece_bytes)
+    except _READ_ERRORS as e:
+        raise _read_error(path, e) from e
     # End of file is a document boundary.
     yield b"", NEW_LINE
+
+
+def _pieces(f, stats, max_piece_bytes):
+    carry = b""
+    continuing = False
+    while True:
+        chunk = f.readline(max_piece_bytes)
+        if not chunk and not carry:
+            break
+        stats.bytes_read += len(chunk)
+        piece = carry + chunk
+        carry = b""
+        # readline() returns less than the limit only at a newline or EOF.
+        if piece.endswith(b"\n") or len(chunk) < max_piece_bytes:
+            line = piece.rstrip(b"\r\n")
+            yield line, CONTINUATION if continuing else NEW_LINE
+            continuing = False
+            if not chunk:
+                break
+            continue
+        # A partial line: cut it at a space and carry the rest over.
+        if not continuing:
+            stats.long_lines_split += 1
+        cut = _split_point(piece)
+        carry = piece[cut:]
+        yield piece[:cut], CONTINUATION if continuing else NEW_LINE
+        continuing = True
 
 
 def text_line_batches(
@@ -124,51 +278,122 @@ def text_line_batches(
     stats=None,
     batch_size=1024,
     max_piece_bytes=DEFAULT_MAX_PIECE_BYTES,
+    text_input=None,
 ):
     """Streams lines of text files in batches, sanitized to valid UTF-8.
 
     Memory stays bounded: one batch of lines, each at most about
     `max_piece_bytes` (longer lines come as several pieces, the later ones of
     kind `CONTINUATION`). Bytes that are not UTF-8 are replaced with U+FFFD and
-    the line is counted in `stats.invalid_utf8_lines`. Each file ends with a
-    blank line (a document boundary).
+    the line is counted (once, however many pieces it has) in
+    `stats.invalid_utf8_lines`. Each file ends with a blank line (a document
+    boundary).
 
     Args:
       input_files: list of paths (see `resolve_input_files`).
       stats: optional `CorpusStats` to update.
       batch_size: lines per batch.
       max_piece_bytes: longest piece of a line handed on at once.
+      text_input: optional `TextInputSettings`: refuse a file with a NUL
+        byte or with too many lines that are not UTF-8 (`InputError`, raised
+        as soon as it is known). `None` reads anything.
 
     Yields:
       `(lines, kinds)`: a list of UTF-8 `bytes` (no newline; `b""` is a blank
       line) and a list of ints (`NEW_LINE` or `CONTINUATION`).
+
+    Raises:
+      InputError: a file refused by `text_input`, or unreadable.
 
     Example:
     >>> for lines, kinds in text_line_batches(["a.txt"]):  # doctest: +SKIP
     ...   print(len(lines))
     """
     stats = stats if stats is not None else CorpusStats()
+    check_nul = text_input is not None and not text_input.allow_nul_bytes
     lines, kinds = [], []
     for path in input_files:
         stats.files += 1
+        line_number = nonblank = invalid = 0
+        line_is_invalid = False
         for piece, kind in _file_pieces(path, stats, max_piece_bytes):
             if kind == NEW_LINE:
                 stats.lines += 1
+                line_number += 1
+                line_is_invalid = False
             if piece:
                 if kind == NEW_LINE:
                     stats.nonblank_lines += 1
+                    nonblank += 1
+                if check_nul and b"\0" in piece:
+                    raise _nul_error(path, f"line {line_number}")
                 try:
                     piece.decode("utf-8")
                 except UnicodeDecodeError:
-                    stats.invalid_utf8_lines += 1
+                    if not line_is_invalid:
+                        line_is_invalid = True
+                        stats.invalid_utf8_lines += 1
+                        invalid += 1
                     piece = piece.decode("utf-8", "replace").encode("utf-8")
+                if (
+                    text_input is not None
+                    and kind == NEW_LINE
+                    and nonblank == EARLY_CHECK_LINES
+                ):
+                    _check_invalid_share(
+                        path, invalid, nonblank, text_input, False
+                    )
             lines.append(piece)
             kinds.append(kind)
             if len(lines) >= batch_size:
                 yield lines, kinds
                 lines, kinds = [], []
+        if text_input is not None:
+            _check_invalid_share(path, invalid, nonblank, text_input, True)
     if lines:
         yield lines, kinds
+
+
+class GeneratorErrors:
+    """Re-raises what a `tf.data.Dataset.from_generator` generator raised.
+
+    TensorFlow turns an exception raised inside the generator into an
+    `OpError` whose message holds the Python traceback. `wrap` remembers
+    the exception; `reraise`, around the code that iterates the dataset,
+    raises the original exception instead of TensorFlow's.
+
+    Example:
+    >>> errors = GeneratorErrors()  # doctest: +SKIP
+    >>> ds = tf.data.Dataset.from_generator(errors.wrap(gen), ...)  # doctest: +SKIP
+    >>> with errors.reraise():  # doctest: +SKIP
+    ...     for x in ds: ...
+    """
+
+    def __init__(self):
+        self.error = None
+
+    def wrap(self, generator_fn):
+        """`generator_fn`, remembering the exception it raises."""
+
+        def generate():
+            try:
+                yield from generator_fn()
+            except Exception as e:  # pylint: disable=broad-except
+                self.error = e
+                raise
+
+        return generate
+
+    @contextlib.contextmanager
+    def reraise(self):
+        import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+        try:
+            yield
+        except tf.errors.OpError:
+            if self.error is not None:
+                raise self.error from None
+            raise
 
 
 # ---------------------------------------------------------------------------

@@ -172,6 +172,96 @@ def atomic_directory(path, overwrite=False, what="Directory"):
         shutil.rmtree(old_dir, ignore_errors=True)
 
 
+class OutputError(OSError):
+    """An output path that cannot be created or written; the message names
+    it and the flag."""
+
+
+def _missing_directories(directory):
+    """`directory` and its missing ancestors, deepest first."""
+    missing = []
+    while not os.path.lexists(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return missing
+
+
+@contextlib.contextmanager
+def made_directory(path, what="Directory"):
+    """Creates `path` (and missing parents) for the `with` body; on error,
+    removes the directories it created if they are empty again.
+
+    So a refused or failed run leaves the file system as it found it. A
+    directory that cannot be created or written in (no permission, a file
+    in the way, a read-only file system) raises `OutputError` naming it and
+    `what`, before the body runs (`check_writable_directory`).
+
+    Example:
+    >>> with made_directory("out/shards", "--output_dir"):  # doctest: +SKIP
+    ...     build_into("out/shards")
+    """
+    path = os.path.abspath(os.fspath(path))
+    missing = _missing_directories(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OutputError(
+            f"{what}: cannot create directory {path}: {e.strerror or e}."
+        ) from e
+    try:
+        check_writable_directory(path, what)
+        yield path
+    except BaseException:
+        _remove_empty_directories(missing)
+        raise
+
+
+def _remove_empty_directories(directories):
+    """Removes `directories` (deepest first) while they are empty."""
+    for directory in directories:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            break
+
+
+def check_can_create_directory(path, what="Directory"):
+    """Raises `OutputError` unless `path` exists or can be created, and can
+    be written in; leaves the file system as it was."""
+    path = os.path.abspath(os.fspath(path))
+    missing = _missing_directories(path)
+    try:
+        with made_directory(path, what):
+            pass
+    finally:
+        _remove_empty_directories(missing)
+
+
+def check_writable_directory(directory, what="Directory"):
+    """Raises `OutputError` unless a file can be created in `directory`.
+
+    Creates and removes a hidden temporary file (a permission test that
+    also holds for root and read-only file systems).
+    """
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=directory)
+    except OSError as e:
+        raise OutputError(
+            f"{what}: cannot write in {directory}: {e.strerror or e}."
+        ) from e
+    os.close(fd)
+    os.remove(probe)
+
+
+def is_hidden_temporary(name):
+    """Whether `name` is a hidden temporary of `atomic_files` (left behind
+    by a process that was killed)."""
+    return name.startswith(".") and name.endswith(_TMP_SUFFIX)
+
+
 def split_patterns(patterns):
     """Comma-separated string(s) or a list of them -> stripped patterns.
 

@@ -14,6 +14,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import os
+import shutil
 import time
 from typing import Optional
 
@@ -33,10 +34,29 @@ from data_pipeline.config_flags import setting
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
 # `manifest["engine"]` of shards built by `build_shards` in one process.
 ENGINE_SINGLE_PROCESS = "single_process"
+# Longest `max_seq_length`: sequences are padded to it a chunk of 1024 at a
+# time (32 MiB of int32 at this length).
+MAX_SEQ_LENGTH = 8192
+DEFAULT_MAX_UNK_FRACTION = 0.05
+# File descriptors kept free for TensorFlow and Python besides the shards.
+_SPARE_FILE_DESCRIPTORS = 128
+# Work directory of a Beam run inside `output_dir` (see `beam_shards`).
+BEAM_WORK_DIR_PREFIX = ".beam-shards-"
+
+
+def _open_file_limit():
+    """The soft limit on open files (`ulimit -n`), or `None` if unknown."""
+    try:
+        import resource  # pylint: disable=g-import-not-at-top
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return limit if limit > 0 else None
 
 
 @dataclasses.dataclass
-class ShardConfig(beam_common.BeamSettings):
+class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     """Configuration of `build_shards`; `scripts/build_shards.py`'s flags are
     generated from it (help: field metadata; see `config_flags`)."""
 
@@ -55,7 +75,9 @@ class ShardConfig(beam_common.BeamSettings):
         "", help="Directory for the shards and manifest.json.", required=True
     )
     max_seq_length: int = setting(
-        128, help="Longest sequence, [CLS] and [SEP] included."
+        128,
+        help="Longest sequence, [CLS] and [SEP] included (8 to "
+        f"{MAX_SEQ_LENGTH}).",
     )
     num_shards: int = setting(
         8, help="Number of TFRecord files; examples go round-robin."
@@ -87,6 +109,12 @@ class ShardConfig(beam_common.BeamSettings):
     overwrite: bool = setting(
         False, help="Replace the shards of an existing --output_dir."
     )
+    max_unk_fraction: float = setting(
+        DEFAULT_MAX_UNK_FRACTION,
+        help="Refuse the corpus, writing nothing, when more than this share "
+        "of its tokens are [UNK] (a vocabulary or --lowercase that does not "
+        "match the text, another language, binary input); 1 accepts any.",
+    )
     line_batch_size: int = setting(
         1024, help="Lines per tokenizer call.", flag=False
     )
@@ -109,10 +137,28 @@ class ShardConfig(beam_common.BeamSettings):
             bad("vocab_file", "a vocabulary file is required")
         if not self.output_dir:
             bad("output_dir", "an output directory is required")
-        if not isinstance(self.max_seq_length, int) or self.max_seq_length < 8:
-            bad("max_seq_length", "must be an int >= 8")
+        if not isinstance(self.max_seq_length, int) or not (
+            8 <= self.max_seq_length <= MAX_SEQ_LENGTH
+        ):
+            bad("max_seq_length", f"must be an int in [8, {MAX_SEQ_LENGTH}]")
         if not isinstance(self.num_shards, int) or self.num_shards < 1:
             bad("num_shards", "must be an int >= 1")
+        open_at_once = self.num_shards
+        if self.runner and isinstance(self.num_partitions, int):
+            open_at_once = -(-self.num_shards // max(1, self.num_partitions))
+        limit = _open_file_limit()
+        if limit is not None and open_at_once + _SPARE_FILE_DESCRIPTORS > limit:
+            bad(
+                "num_shards",
+                f"{open_at_once} shard files would be open at once, but this "
+                f"process may open only {limit} files (ulimit -n); use "
+                "fewer shards or raise the limit",
+            )
+        if not isinstance(self.max_unk_fraction, (int, float)) or not (
+            0 <= self.max_unk_fraction <= 1
+        ):
+            bad("max_unk_fraction", "must be in [0, 1]")
+        self.check_text_input_settings()
         if not isinstance(self.dupe_factor, int) or self.dupe_factor < 1:
             bad("dupe_factor", "must be an int >= 1")
         if self.dupe_factor > 1 and not self.static_masking:
@@ -174,6 +220,7 @@ def tokenized_line_batches(
     line_batch_size=1024,
     num_parallel_calls=None,
     line_batches=None,
+    text_input=None,
 ):
     """Tokenizes text files with TF-Text inside `tf.data`.
 
@@ -187,10 +234,14 @@ def tokenized_line_batches(
       num_parallel_calls: parallel tokenizer calls (`None`: one per core).
       line_batches: optional iterable of `(lines, kinds)` to tokenize instead
         of reading `input_files` (e.g. one partition of the documents).
+      text_input: `corpus.TextInputSettings` applied while `input_files` are
+        read (not to `line_batches`), or `None`.
 
     Returns:
       An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
-      input order (the parallel map is deterministic).
+      input order (the parallel map is deterministic). What reading the text
+      raises (e.g. `corpus.InputError`) comes out of it as itself, not as a
+      TensorFlow error.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -200,7 +251,10 @@ def tokenized_line_batches(
         batches = line_batches
         if batches is None:
             batches = corpus.text_line_batches(
-                input_files, stats=stats, batch_size=line_batch_size
+                input_files,
+                stats=stats,
+                batch_size=line_batch_size,
+                text_input=text_input,
             )
         for lines, kinds in batches:
             yield np.array(lines, dtype=object), np.array(kinds, np.int8)
@@ -213,8 +267,9 @@ def tokenized_line_batches(
             ids = ids.merge_dims(1, 2)
         return ids.flat_values, ids.row_splits, kinds
 
+    errors = corpus.GeneratorErrors()
     dataset = tf.data.Dataset.from_generator(
-        generate,
+        errors.wrap(generate),
         output_signature=(
             tf.TensorSpec([None], tf.string),
             tf.TensorSpec([None], tf.int8),
@@ -229,35 +284,109 @@ def tokenized_line_batches(
     # with it, it stalled for 0.4-0.6 s in 8 of 25 trials (TF 2.21).
     options = tf.data.Options()
     options.autotune.enabled = False
-    return dataset.with_options(options).as_numpy_iterator()
+    iterator = dataset.with_options(options).as_numpy_iterator()
+
+    def reraising():
+        with errors.reraise():
+            yield from iterator
+
+    return reraising()
+
+
+def _is_leftover(name):
+    """A temporary of a run that was killed: a hidden shard or manifest
+    temporary, or a Beam work directory."""
+    if name.startswith(BEAM_WORK_DIR_PREFIX):
+        return True
+    return fileio.is_hidden_temporary(name) and (
+        ".tfrecord" in name or name.startswith("." + manifest_lib.MANIFEST_NAME)
+    )
 
 
 def check_output_dir(output_dir, overwrite):
-    """Creates `output_dir`; refuses to reuse a non-empty one unless told."""
-    if os.path.exists(output_dir):
-        if not os.path.isdir(output_dir):
-            raise FileExistsError(
-                f"output_dir {output_dir} exists and is not a directory."
-            )
-        if os.listdir(output_dir) and not overwrite:
-            raise FileExistsError(
-                f"output_dir {output_dir} already exists and is not empty; pass "
-                "--overwrite (ShardConfig.overwrite=True) to replace its shards."
-            )
-    else:
-        os.makedirs(output_dir)
+    """Refuses an `output_dir` that is a file, or that holds files unless
+    `overwrite` (the temporaries of a killed run do not count).
+
+    Does not create it (`build_shards` does, and removes it again if the
+    build fails).
+    """
+    if not os.path.lexists(output_dir):
+        return
+    if not os.path.isdir(output_dir):
+        raise FileExistsError(
+            f"--output_dir {output_dir} exists and is not a directory."
+        )
+    names = sorted(n for n in os.listdir(output_dir) if not _is_leftover(n))
+    if names and not overwrite:
+        raise FileExistsError(
+            f"--output_dir {output_dir} already holds {len(names)} file(s) "
+            f"({corpus.describe_files(names)}); pass --overwrite "
+            "(ShardConfig.overwrite=True) to replace its shards and manifest, "
+            "or choose a new --output_dir."
+        )
 
 
 def remove_previous_outputs(output_dir, keep):
-    """Deletes an older run's manifest (first) and shards, except `keep`."""
+    """Deletes an older run's manifest (first) and shards, and the
+    temporaries of killed runs, except the names in `keep`."""
     manifest_path = os.path.join(output_dir, manifest_lib.MANIFEST_NAME)
     if os.path.exists(manifest_path):
         os.remove(manifest_path)
     for name in os.listdir(output_dir):
         if name in keep:
             continue
-        if ".tfrecord" in name and not name.startswith("."):
-            os.remove(os.path.join(output_dir, name))
+        path = os.path.join(output_dir, name)
+        if name.startswith(BEAM_WORK_DIR_PREFIX):
+            shutil.rmtree(path, ignore_errors=True)
+        elif _is_leftover(name) or (
+            ".tfrecord" in name and not name.startswith(".")
+        ):
+            os.remove(path)
+
+
+def check_unk_share(unk_count, text_tokens, config, vocabulary, input_files):
+    """Refuses a corpus with more `[UNK]` tokens than `max_unk_fraction`.
+
+    Raises:
+      corpus.InputError: naming the input, the share and the flag.
+    """
+    if not text_tokens or unk_count <= config.max_unk_fraction * text_tokens:
+        return
+    raise corpus.InputError(
+        f"Input file(s) {corpus.describe_files(input_files)}: "
+        f"{100 * unk_count / text_tokens:.1f}% of the {text_tokens} tokens are "
+        f"[UNK] with vocabulary {vocabulary.path}, more than "
+        f"--max_unk_fraction={config.max_unk_fraction:g}. Is it the "
+        "vocabulary of this kind of text, and does --lowercase "
+        f"({bool(config.lowercase)}) match how it was learned? Pass "
+        "--max_unk_fraction=1 to build anyway."
+    )
+
+
+def preflight(config):
+    """What `build_shards` checks before it reads the corpus.
+
+    Validates `config`, loads the vocabulary, resolves the input files and
+    sniffs them (`corpus.check_text_files`), and checks `output_dir`
+    (`check_output_dir`, and that it can be created and written in; it is
+    not left behind). Cheap (no TensorFlow): the script runs it before
+    importing TensorFlow.
+
+    Returns:
+      `(vocabulary, input_files)`.
+
+    Raises:
+      ValueError, FileNotFoundError, FileExistsError: see `build_shards`.
+    """
+    config.validate()
+    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+    input_files = corpus.resolve_input_files(
+        config.input_patterns, text_input=config
+    )
+    output_dir = os.fspath(config.output_dir)
+    check_output_dir(output_dir, config.overwrite)
+    fileio.check_can_create_directory(output_dir, "--output_dir")
+    return vocabulary, input_files
 
 
 def build_shards(config):
@@ -269,6 +398,12 @@ def build_shards(config):
     that are renamed only when every shard is complete, `manifest.json` last.
     The same inputs and config give byte-identical shards.
 
+    Input that is not text, or a corpus with too many `[UNK]` tokens, is
+    refused (`corpus.InputError`) with nothing written: see
+    `corpus.TextInputSettings` and `ShardConfig.max_unk_fraction`. A
+    refused or failed build leaves `output_dir` as it found it (removed
+    again if it created it).
+
     Args:
       config: a `ShardConfig`.
 
@@ -276,23 +411,21 @@ def build_shards(config):
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      ValueError: bad config field, bad vocabulary, empty corpus.
+      ValueError: bad config field, bad vocabulary; `corpus.InputError`:
+        empty, binary or undecodable input, too many `[UNK]` tokens.
       FileNotFoundError: a missing input or vocabulary file.
       FileExistsError: `output_dir` not empty and `overwrite` not set.
+      fileio.OutputError: `output_dir` cannot be created or written.
 
     Example:
     >>> build_shards(ShardConfig(input_patterns="wiki/*.txt",
     ...     vocab_file="vocab.txt", output_dir="shards", num_shards=16))  # doctest: +SKIP
     """
+    vocabulary, input_files = preflight(config)
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    config.validate()
-    vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
-    input_files = corpus.resolve_input_files(config.input_patterns)
     compression = config.tf_compression
     output_dir = os.fspath(config.output_dir)
-    check_output_dir(output_dir, config.overwrite)
-
     names = shard_names(config.file_prefix, config.num_shards, compression)
     final_paths = [os.path.join(output_dir, n) for n in names]
     options = tf.io.TFRecordOptions(compression_type=compression)
@@ -300,7 +433,10 @@ def build_shards(config):
     corpus_stats = corpus.CorpusStats()
     start_time = time.time()
     # The temporaries replace the final shards only if the body succeeds.
-    with fileio.atomic_files(final_paths) as tmp_paths:
+    with (
+        fileio.made_directory(output_dir, "--output_dir"),
+        fileio.atomic_files(final_paths) as tmp_paths,
+    ):
         try:
             writers = [tf.io.TFRecordWriter(p, options) for p in tmp_paths]
             token_batches = tokenized_line_batches(
@@ -310,6 +446,7 @@ def build_shards(config):
                 corpus_stats,
                 config.line_batch_size,
                 config.num_parallel_calls,
+                text_input=config,
             )
             counts, unk_count, packer = pack_and_write(
                 token_batches, config, vocabulary, writers
@@ -318,10 +455,14 @@ def build_shards(config):
             for writer in writers:
                 writer.close()
             if example_index == 0:
-                raise ValueError(
-                    "Empty corpus: no tokens in input file(s) "
-                    f"{', '.join(input_files)}."
-                )
+                raise corpus.empty_corpus_error(input_files)
+            check_unk_share(
+                unk_count,
+                packer.stats.text_tokens,
+                config,
+                vocabulary,
+                input_files,
+            )
             shard_entries = []
             for name, tmp_path, count in zip(names, tmp_paths, counts):
                 shard_entries.append(
@@ -445,7 +586,7 @@ def shard_manifest(
         )
     text_tokens = packing_stats.text_tokens
     unk_rate = unk_count / text_tokens if text_tokens else 0.0
-    if unk_rate > 0.05:
+    if unk_rate > DEFAULT_MAX_UNK_FRACTION:
         logging.warning(
             "%.1f%% of tokens are [UNK]: does --lowercase match the vocabulary "
             "%s?",

@@ -39,6 +39,10 @@ def fast_bert_tokenizer(tokens, lowercase, token_out_type="int32"):
 
 
 REQUIRED_SPECIAL_TOKENS = RESERVED_TOKENS
+# A larger file is not a vocabulary (BERT's 30522 tokens take 230 KB); it is
+# refused before it is read, e.g. a corpus passed as --vocab_file.
+MAX_VOCAB_FILE_BYTES = 64 << 20
+_NOT_A_VOCABULARY = "a vocabulary has one token per line"
 
 # Tokens such as "[PAD]" or "[unused3]": never chosen as random replacements.
 _SPECIAL_TOKEN_RE = re.compile(r"^\[[A-Za-z0-9_]+\]$")
@@ -90,8 +94,9 @@ def load_vocabulary(vocab_file):
 
     Raises:
       FileNotFoundError: if the file does not exist.
-      ValueError: if the file is empty, not UTF-8, has duplicate tokens or
-        misses one of `[PAD] [UNK] [CLS] [SEP] [MASK]`.
+      ValueError: if it is a directory, larger than `MAX_VOCAB_FILE_BYTES`,
+        empty, not UTF-8 text (or holds NUL bytes), has an empty or
+        duplicate token or misses one of `[PAD] [UNK] [CLS] [SEP] [MASK]`.
 
     Example:
     >>> vocab = load_vocabulary("vocab.txt")  # doctest: +SKIP
@@ -99,24 +104,49 @@ def load_vocabulary(vocab_file):
     4
     """
     vocab_file = os.fspath(vocab_file)
+    if os.path.isdir(vocab_file):
+        raise ValueError(
+            f"Vocabulary file {vocab_file} is a directory; "
+            f"{_NOT_A_VOCABULARY} (e.g. the output of build_vocab.py)."
+        )
     if not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+    size = os.path.getsize(vocab_file)
+    if size > MAX_VOCAB_FILE_BYTES:
+        raise ValueError(
+            f"Vocabulary file {vocab_file} is {size / 2**20:.0f} MiB, not a "
+            f"vocabulary (at most {MAX_VOCAB_FILE_BYTES >> 20} MiB; "
+            f"{_NOT_A_VOCABULARY}): is it the corpus?"
+        )
     with open(vocab_file, "rb") as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ValueError(
-            f"Vocabulary file {vocab_file} is not UTF-8: {e}"
+            f"Vocabulary file {vocab_file} is not UTF-8 text (byte "
+            f"{e.start}: {e.reason}); {_NOT_A_VOCABULARY}."
         ) from e
+    if "\0" in text:
+        raise ValueError(
+            f"Vocabulary file {vocab_file} holds NUL bytes (binary data); "
+            f"{_NOT_A_VOCABULARY}."
+        )
     tokens = text.split("\n")
     if tokens and tokens[-1] == "":
         tokens.pop()
     tokens = [t.rstrip("\r") for t in tokens]
     if not tokens:
-        raise ValueError(f"Vocabulary file {vocab_file} is empty.")
+        raise ValueError(
+            f"Vocabulary file {vocab_file} is empty; {_NOT_A_VOCABULARY}."
+        )
     index = {}
     for i, token in enumerate(tokens):
+        if not token:
+            raise ValueError(
+                f"Vocabulary file {vocab_file} has an empty line (line "
+                f"{i + 1}); {_NOT_A_VOCABULARY}."
+            )
         if token in index:
             raise ValueError(
                 f"Vocabulary file {vocab_file} has duplicate token {token!r} "
@@ -158,8 +188,28 @@ def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
         )
 
 
+def no_words_error(input_files, nonblank_lines):
+    """The error of a corpus the learner finds no word in."""
+    if not nonblank_lines:
+        return corpus.empty_corpus_error(input_files)
+    return corpus.empty_corpus_error(
+        input_files,
+        f"word of at most {wordpiece_learner.MAX_WORD_BYTES} bytes (the "
+        "tokenizer makes a longer word one [UNK])",
+    )
+
+
+def check_output_file(output_file):
+    """Refuses an `--output` that is a directory (before any learning)."""
+    if os.path.isdir(output_file):
+        raise ValueError(
+            f"output_file: {output_file} is a directory; give the path of the "
+            "vocabulary file to write."
+        )
+
+
 @dataclasses.dataclass
-class VocabConfig(beam_common.BeamSettings):
+class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     """Settings of `scripts/build_vocab.py`, whose flags are generated from
     it (help: field metadata; see `config_flags`)."""
 
@@ -202,6 +252,8 @@ class VocabConfig(beam_common.BeamSettings):
                 f"num_iterations must be >= 1, got {self.num_iterations}."
             )
         beam_common.check_num_partitions(self.num_partitions)
+        self.check_text_input_settings()
+        check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
             raise ValueError(
                 "runner: Beam pipelines learn with the 'tokenizers' learner; "
@@ -222,6 +274,7 @@ class VocabConfig(beam_common.BeamSettings):
                 runner=self.runner,
                 num_partitions=self.num_partitions,
                 beam_options=self.beam_options,
+                text_input=self,
                 max_words=self.max_words,
             )
         return build_vocabulary(
@@ -231,6 +284,7 @@ class VocabConfig(beam_common.BeamSettings):
             lowercase=self.lowercase,
             learn_params={"num_iterations": self.num_iterations},
             learner=self.learner,
+            text_input=self,
             max_words=self.max_words,
         )
 
@@ -244,6 +298,7 @@ def build_vocabulary(
     learn_params=None,
     line_batch_size=1024,
     learner=None,
+    text_input=None,
     max_words=wordpiece_learner.DEFAULT_MAX_WORDS,
 ):
     """Learns a WordPiece vocabulary and writes it atomically.
@@ -271,6 +326,8 @@ def build_vocabulary(
       line_batch_size: lines per tokenization batch.
       learner: one of `wordpiece_learner.LEARNERS`; `None` for
         `wordpiece_learner.DEFAULT_LEARNER`.
+      text_input: `corpus.TextInputSettings` (what is refused as not text);
+        `None` for the defaults.
       max_words: `tokenizers` only: see `wordpiece_learner.MAX_WORDS_HELP`.
 
     Returns:
@@ -278,8 +335,12 @@ def build_vocabulary(
       `learner` and `corpus_stats`.
 
     Raises:
-      ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens
-        or an empty corpus. FileNotFoundError: if an input file is missing.
+      ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens,
+        an `output_file` that is a directory; `corpus.InputError`: empty,
+        binary or undecodable input (nothing is written).
+      FileNotFoundError: if an input file is missing.
+      fileio.OutputError: the directory of `output_file` cannot be created
+        or written (checked before learning).
 
     Example:
     >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
@@ -294,42 +355,52 @@ def build_vocabulary(
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
-    input_files = corpus.resolve_input_files(input_patterns)
-    stats = corpus.CorpusStats()
-    if learner == wordpiece_learner.LEARNER_TOKENIZERS:
-        vocab = wordpiece_learner.learn_from_files(
-            input_files,
-            vocab_size,
-            lowercase,
-            reserved_tokens,
-            stats=stats,
-            line_batch_size=line_batch_size,
-            max_words=max_words,
+    if text_input is None:
+        text_input = corpus.TextInputSettings()
+    text_input.check_text_input_settings()
+    output_file = os.fspath(output_file)
+    check_output_file(output_file)
+    input_files = corpus.resolve_input_files(
+        input_patterns, text_input=text_input
+    )
+    output_dir = os.path.dirname(os.path.abspath(output_file))
+    with fileio.made_directory(output_dir, "--output"):
+        stats = corpus.CorpusStats()
+        if learner == wordpiece_learner.LEARNER_TOKENIZERS:
+            vocab = wordpiece_learner.learn_from_files(
+                input_files,
+                vocab_size,
+                lowercase,
+                reserved_tokens,
+                stats=stats,
+                line_batch_size=line_batch_size,
+                text_input=text_input,
+                max_words=max_words,
+            )
+        else:
+            vocab = _learn_with_tf_text(
+                input_files,
+                vocab_size,
+                lowercase,
+                reserved_tokens,
+                stats,
+                learn_params,
+                line_batch_size,
+                text_input,
+            )
+        if (
+            stats.nonblank_lines == 0
+            or not vocab
+            or len(vocab) <= len(reserved_tokens)
+        ):
+            raise no_words_error(input_files, stats.nonblank_lines)
+        if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
+            raise AssertionError(
+                "The learner did not put the reserved tokens first."
+            )
+        fileio.write_text_atomically(
+            output_file, "".join(t + "\n" for t in vocab)
         )
-    else:
-        vocab = _learn_with_tf_text(
-            input_files,
-            vocab_size,
-            lowercase,
-            reserved_tokens,
-            stats,
-            learn_params,
-            line_batch_size,
-        )
-    if (
-        stats.nonblank_lines == 0
-        or not vocab
-        or len(vocab) <= len(reserved_tokens)
-    ):
-        raise ValueError(
-            "Empty corpus: no text found in input file(s) "
-            f"{', '.join(input_files)}."
-        )
-    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
-        raise AssertionError(
-            "The learner did not put the reserved tokens first."
-        )
-    fileio.write_text_atomically(output_file, "".join(t + "\n" for t in vocab))
     return {
         "vocab_size": len(vocab),
         "output_file": os.fspath(output_file),
@@ -349,6 +420,7 @@ def _learn_with_tf_text(
     stats,
     learn_params,
     line_batch_size,
+    text_input=None,
 ):
     """TF-Text's `bert_vocab_from_dataset`; `None` when there are no words."""
     # Heavy imports stay local so that `import data_pipeline` is cheap.
@@ -359,25 +431,30 @@ def _learn_with_tf_text(
 
     def batches():
         for lines, _ in corpus.text_line_batches(
-            input_files, stats=stats, batch_size=line_batch_size
+            input_files,
+            stats=stats,
+            batch_size=line_batch_size,
+            text_input=text_input,
         ):
             # Blank lines carry no words; skip them here.
             nonblank = [line for line in lines if line]
             if nonblank:
                 yield nonblank
 
+    errors = corpus.GeneratorErrors()
     dataset = tf.data.Dataset.from_generator(
-        batches, output_signature=tf.TensorSpec([None], tf.string)
+        errors.wrap(batches), output_signature=tf.TensorSpec([None], tf.string)
     )
     bert_tokenizer_params = {"lower_case": bool(lowercase)}
     try:
-        vocab = bvd.bert_vocab_from_dataset(
-            dataset.prefetch(4),
-            vocab_size=vocab_size,
-            reserved_tokens=list(reserved_tokens),
-            bert_tokenizer_params=bert_tokenizer_params,
-            learn_params=dict(learn_params or {}),
-        )
+        with errors.reraise():
+            vocab = bvd.bert_vocab_from_dataset(
+                dataset.prefetch(4),
+                vocab_size=vocab_size,
+                reserved_tokens=list(reserved_tokens),
+                bert_tokenizer_params=bert_tokenizer_params,
+                learn_params=dict(learn_params or {}),
+            )
     except StopIteration:
         return None  # count_words() raises StopIteration on no words at all.
     return vocab

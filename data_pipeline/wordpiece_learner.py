@@ -26,6 +26,13 @@ import regex
 # TF-Text's learner keeps at most this many distinct characters
 # (`wordpiece_tokenizer_learner_lib.learn(max_unique_chars=1000)`).
 MAX_ALPHABET = 1000
+# Longer words are left out of learning: TF-Text's `FastBertTokenizer`
+# turns a word of more than `max_bytes_per_word` (100) bytes into one
+# `[UNK]`, so none of its pieces would ever be used (TF-Text's learner
+# leaves out words of more than 50 characters, `max_token_length`). Without
+# this, one huge "word" (a long line without spaces: base64, hex dumps)
+# keeps the trainer busy for hours.
+MAX_WORD_BYTES = 100
 # Longest string handed to the trainer when replaying word counts.
 _REPLAY_CHUNK_CHARS = 1 << 20
 _CONTINUATION = "##"
@@ -180,13 +187,36 @@ def _replayed(word_counts):
             count -= n
 
 
+def learnable_word_counts(word_counts, max_words=None):
+    """The `(word, count)` pairs the learner uses, sorted: non-empty words
+    of at most `MAX_WORD_BYTES` UTF-8 bytes with a positive count, the
+    `max_words` most frequent of them (`None`: all).
+
+    Args:
+      word_counts: mapping or iterable of `(word, count)`.
+      max_words: see `MAX_WORDS_HELP`.
+    """
+    if isinstance(word_counts, collections.abc.Mapping):
+        word_counts = word_counts.items()
+    kept = [
+        (w, c)
+        for w, c in word_counts
+        if w and c > 0 and len(w.encode("utf-8")) <= MAX_WORD_BYTES
+    ]
+    if max_words and len(kept) > max_words:
+        kept = most_frequent(kept, max_words)
+    kept.sort()
+    return kept
+
+
 def learn_from_word_counts(
     word_counts, vocab_size, reserved_tokens, max_words=DEFAULT_MAX_WORDS
 ):
     """Learns a WordPiece vocabulary from word counts, deterministically.
 
-    Like TF-Text's learner, the alphabet is the `MAX_ALPHABET` most frequent
-    characters and words with other characters are left out; every
+    Like TF-Text's learner, words longer than `MAX_WORD_BYTES` are left out
+    (`learnable_word_counts`), the alphabet is the `MAX_ALPHABET` most
+    frequent characters and words with other characters are left out; every
     character gets both forms `c` and `##c`. The `tokenizers` WordPiece
     trainer only keeps per-word counts of its input, so the counted words
     are replayed to it `count` times each (time linear in the corpus' word
@@ -208,7 +238,7 @@ def learn_from_word_counts(
       (`c`, `##c`, sorted), then the learned pieces in learning order.
 
     Raises:
-      ValueError: if there are no words.
+      ValueError: if there are no words (of at most `MAX_WORD_BYTES`).
 
     Example:
     >>> learn_from_word_counts({"the": 3, "cat": 2}, 30,
@@ -220,14 +250,12 @@ def learn_from_word_counts(
     from tokenizers import pre_tokenizers  # pylint: disable=g-import-not-at-top
     from tokenizers import trainers  # pylint: disable=g-import-not-at-top
 
-    if isinstance(word_counts, collections.abc.Mapping):
-        word_counts = word_counts.items()
-    word_counts = [(w, c) for w, c in word_counts if w and c > 0]
-    if max_words and len(word_counts) > max_words:
-        word_counts = most_frequent(word_counts, max_words)
-    word_counts.sort()
+    word_counts = learnable_word_counts(word_counts, max_words)
     if not word_counts:
-        raise ValueError("No words to learn a vocabulary from.")
+        raise ValueError(
+            "No words to learn a vocabulary from (words of more than "
+            f"{MAX_WORD_BYTES} bytes are left out)."
+        )
     chars = _alphabet(word_counts)
     allowed = set(chars)
     word_counts = [(w, c) for w, c in word_counts if allowed.issuperset(w)]
@@ -238,7 +266,8 @@ def learn_from_word_counts(
         raise ValueError(
             f"vocab_size {vocab_size} is too small for the "
             f"{len(reserved)} reserved tokens and the {len(alphabet)} "
-            "character tokens (each character as `c` and `##c`)."
+            "character tokens (each character as `c` and `##c`): pass a "
+            "larger --vocab_size."
         )
     continuation_forms = [_CONTINUATION + c for c in chars]
     tokenizer = Tokenizer(
@@ -284,6 +313,7 @@ def count_file_words(
     lowercase,
     stats=None,
     line_batch_size=1024,
+    text_input=None,
     max_words=DEFAULT_MAX_WORDS,
 ):
     """`count_words` over text files read by `corpus.text_line_batches`.
@@ -292,7 +322,9 @@ def count_file_words(
       input_files: list of paths (see `corpus.resolve_input_files`).
       lowercase: lowercase and strip accents.
       stats: optional `corpus.CorpusStats` to update.
-      line_batch_size: lines normalised at once.
+      line_batch_size: lines read at once.
+      text_input: optional `corpus.TextInputSettings` (refuse what is not
+        text).
       max_words: see `count_words`.
 
     Returns:
@@ -300,15 +332,41 @@ def count_file_words(
     """
     from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
 
-    counts = collections.Counter()
-    for lines, _ in corpus.text_line_batches(
-        input_files, stats=stats, batch_size=line_batch_size
-    ):
-        # Lines are valid UTF-8 (sanitized); a newline separates words.
-        count_words(
-            [b"\n".join(lines).decode("utf-8")], lowercase, counts, max_words
-        )
-    return counts
+    batches = corpus.text_line_batches(
+        input_files,
+        stats=stats,
+        batch_size=line_batch_size,
+        text_input=text_input,
+    )
+    return count_words(text_chunks(batches), lowercase, max_words=max_words)
+
+
+# Most text normalised at once: `tokenizers` keeps alignments (16 bytes a
+# character) next to the text, so a 50 MB line normalised whole took 3 GB.
+_NORMALIZE_CHUNK_BYTES = 1 << 20
+
+
+def text_chunks(line_batches, max_bytes=_NORMALIZE_CHUNK_BYTES):
+    """The lines of `(lines, kinds)` batches as `str`s of about `max_bytes`.
+
+    Lines (sanitized UTF-8 bytes, pieces of long lines included) are joined
+    by newlines; a word never spans two lines, so `count_words` counts the
+    same whatever the chunking.
+
+    Yields:
+      `str`s of whole lines, each at most `max_bytes` unless one line is
+      longer (`corpus` cuts lines into pieces of 256 KiB).
+    """
+    chunk, size = [], 0
+    for lines, _ in line_batches:
+        for line in lines:
+            if chunk and size + len(line) > max_bytes:
+                yield b"\n".join(chunk).decode("utf-8")
+                chunk, size = [], 0
+            chunk.append(line)
+            size += len(line) + 1
+    if chunk:
+        yield b"\n".join(chunk).decode("utf-8")
 
 
 def learn_from_files(
@@ -318,18 +376,20 @@ def learn_from_files(
     reserved_tokens,
     stats=None,
     line_batch_size=1024,
+    text_input=None,
     max_words=DEFAULT_MAX_WORDS,
 ):
-    """Learns the vocabulary of text files; `None` if they hold no words.
+    """Learns the vocabulary of text files; `None` if they hold no words
+    (of at most `MAX_WORD_BYTES`).
 
     Example:
     >>> learn_from_files(["corpus.txt"], 30522, True,
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])  # doctest: +SKIP
     """
     counts = count_file_words(
-        input_files, lowercase, stats, line_batch_size, max_words
+        input_files, lowercase, stats, line_batch_size, text_input, max_words
     )
-    if not counts:
+    if not learnable_word_counts(counts):
         return None
     return learn_from_word_counts(
         counts, vocab_size, reserved_tokens, max_words

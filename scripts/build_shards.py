@@ -13,14 +13,20 @@ On Apache Beam (pip install 'tupe-tf[beam]'), locally on two processes:
       --beam_options='--direct_num_workers=2 --direct_running_mode=multi_processing'
 
 Without --input, the embedded gensim Wikipedia sample is used.
+
+Input that is not text, or a corpus with too many [UNK] tokens, is refused
+with nothing written (--allow_nul_bytes, --max_invalid_line_fraction and
+--max_unk_fraction override). Errors in the flags or files end the run with
+one `ERROR:` line and exit code 2 (docs/errors_data.md lists them).
 """
 
 import json
-import sys
 import time
 
 from absl import app
 
+from data_pipeline import beam_common
+from data_pipeline import cli
 from data_pipeline import config_flags
 from data_pipeline import process_startup
 from data_pipeline import shards as shards_lib
@@ -35,25 +41,26 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = config_flags.validated_config_from_flags(shards_lib.ShardConfig)
+    # Wrong flags, inputs and outputs are refused before TensorFlow loads.
+    shards_lib.preflight(config)
+    if config.runner:
+        beam_common.import_beam()
 
     import tensorflow  # noqa: F401 (imported before the clock starts)
 
     # Timed from here: the shard building itself, without TensorFlow's import.
     start = time.time()
-    try:
-        if config.runner:
-            from data_pipeline import beam_shards  # pylint: disable=g-import-not-at-top
+    if config.runner:
+        from data_pipeline import beam_shards  # pylint: disable=g-import-not-at-top
 
-            manifest = beam_shards.build_shards_beam(
-                config,
-                runner=config.runner,
-                num_partitions=config.num_partitions,
-                beam_options=config.beam_options,
-            )
-        else:
-            manifest = shards_lib.build_shards(config)
-    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as e:
-        sys.exit(f"build_shards: error: {e}")
+        manifest = beam_shards.build_shards_beam(
+            config,
+            runner=config.runner,
+            num_partitions=config.num_partitions,
+            beam_options=config.beam_options,
+        )
+    else:
+        manifest = shards_lib.build_shards(config)
     seconds = time.time() - start
     stats = manifest["stats"]
     summary = {
@@ -75,4 +82,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -9,14 +9,19 @@ behind --learner=tf_text. On Apache Beam (pip install 'tupe-tf[beam]'):
   ... --runner=DirectRunner --num_partitions=4
 
 Without --input, the embedded gensim English Wikipedia sample is used.
+
+Input that is not text is refused with nothing written (--allow_nul_bytes
+and --max_invalid_line_fraction override). Errors in the flags or files end
+the run with one `ERROR:` line and exit code 2 (docs/errors_data.md lists
+them).
 """
 
 import json
-import sys
 import time
 
 from absl import app
 
+from data_pipeline import cli
 from data_pipeline import config_flags
 from data_pipeline import vocab as vocab_lib
 
@@ -28,13 +33,10 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = config_flags.validated_config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
-    try:
-        result = config.build()
-    except (FileNotFoundError, ValueError, ImportError) as e:
-        sys.exit(f"build_vocab: error: {e}")
+    result = config.build()
     result["seconds"] = round(time.time() - start, 2)
     print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -46,6 +46,32 @@ def write_vocab(path, tokens=None, drop=()):
     return str(path)
 
 
+def binary_bytes(size=20_000, seed=0):
+    """An executable-like file: an ELF header, NUL padding, random bytes."""
+    rng = random.Random(seed)
+    body = bytes(rng.randrange(256) for _ in range(size))
+    return b"\x7fELF\x02\x01\x01" + b"\0" * 9 + body
+
+
+def undecodable_bytes(num_lines=200, seed=0):
+    """Lines of bytes >= 0x80 (not UTF-8) between ASCII words; no NUL."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(num_lines):
+        junk = bytes(rng.randrange(0x80, 0x100) for _ in range(12))
+        lines.append(b"the " + junk + b" dog")
+    return b"\n".join(lines) + b"\n"
+
+
+def greek_text(num_lines=60):
+    """Text of words none of which the test vocabulary knows (8 a line)."""
+    words = "αλφα βητα γαμμα δελτα ποταμος βουνο πολη".split()
+    return "".join(
+        " ".join(words[(i + j) % len(words)] for j in range(8)) + "\n"
+        for i in range(num_lines)
+    )
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("data_pipeline")

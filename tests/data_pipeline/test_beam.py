@@ -2,16 +2,21 @@
 
 import collections
 import os
+import signal
+import time
 
 import pytest
 
 from data_pipeline import beam_shards
 from data_pipeline import beam_vocab
+from data_pipeline import corpus
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import reader
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
+from tests.data_pipeline import test_script_errors
+from tests.data_pipeline import test_scripts
 
 pytest.importorskip(
     "apache_beam",
@@ -132,7 +137,8 @@ def test_failed_run_publishes_nothing_and_rerun_completes(
         beam_shards.build_shards_beam(
             config, num_partitions=2, partition_hook=_fail_partition_one
         )
-    assert os.listdir(out) == []  # No manifest, no shard, no temporary.
+    # No manifest, no shard, no temporary: the directory it created is gone.
+    assert not out.exists()
     manifest = beam_shards.build_shards_beam(config, num_partitions=2)
     assert sorted(os.listdir(out)) == sorted(
         [s["name"] for s in manifest["shards"]] + ["manifest.json"]
@@ -149,18 +155,174 @@ def test_bad_inputs_give_the_single_process_errors(tmp_path, vocab_file):
         beam_shards.build_shards_beam(
             _config(str(empty), vocab_file, tmp_path / "e")
         )
-    assert os.listdir(tmp_path / "e") == []
+    assert not (tmp_path / "e").exists()
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"the fox \xff\xfe jumps\n\x00\x81 dog\n")
+    # Refused as not text by default (see the refusal tests); let through:
+    let_through = dict(
+        allow_nul_bytes=True, max_invalid_line_fraction=1, max_unk_fraction=1
+    )
     single = shards.build_shards(
-        _config(str(binary), vocab_file, tmp_path / "s")
+        _config(str(binary), vocab_file, tmp_path / "s", **let_through)
     )
     beam = beam_shards.build_shards_beam(
-        _config(str(binary), vocab_file, tmp_path / "b"), num_partitions=1
+        _config(str(binary), vocab_file, tmp_path / "b", **let_through),
+        num_partitions=1,
     )
     assert beam["stats"]["corpus"]["invalid_utf8_lines"] == 2
     assert beam["stats"] == single["stats"]
     with pytest.raises(ValueError, match="num_partitions"):
         beam_shards.build_shards_beam(
-            _config(str(binary), vocab_file, tmp_path / "p"), num_partitions=5
+            _config(str(binary), vocab_file, tmp_path / "p", **let_through),
+            num_partitions=5,
         )
+
+
+# --- refusals: the single-process checks, on Beam ------------------------------
+
+
+def test_beam_vocabulary_refuses_what_is_not_text(tmp_path, corpus_file):
+    binary = tmp_path / "ls"
+    binary.write_bytes(conftest.binary_bytes())
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(conftest.undecodable_bytes())
+    out = tmp_path / "new" / "vocab.txt"
+    with pytest.raises(corpus.InputError, match="ls is not text.*NUL"):
+        beam_vocab.build_vocabulary_beam(str(binary), 100, str(out))
+    # Found by the workers while they read: reported by the launcher as the
+    # reader's error, named, with its figure and flag.
+    with pytest.raises(corpus.InputError) as error:
+        beam_vocab.build_vocabulary_beam(
+            f"{corpus_file},{junk}", 100, str(out), num_partitions=2
+        )
+    message = str(error.value)
+    assert str(junk) in message and "(100.0%)" in message
+    assert "--max_invalid_line_fraction" in message
+    assert not (tmp_path / "new").exists()
+    settings = corpus.TextInputSettings(max_invalid_line_fraction=1)
+    beam = beam_vocab.build_vocabulary_beam(
+        str(junk), 2000, str(out), text_input=settings
+    )
+    single = vocab_lib.build_vocabulary(
+        str(junk), 2000, str(tmp_path / "single.txt"), text_input=settings
+    )
+    assert beam["sha256"] == single["sha256"]
+
+
+def test_beam_shards_refuse_what_is_not_text(tmp_path, corpus_file, vocab_file):
+    binary = tmp_path / "ls"
+    binary.write_bytes(conftest.binary_bytes())
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(conftest.undecodable_bytes())
+    greek = tmp_path / "greek.txt"
+    greek.write_text(conftest.greek_text(), encoding="utf-8")
+    out = tmp_path / "out"
+    with pytest.raises(corpus.InputError, match="ls is not text.*NUL"):
+        beam_shards.build_shards_beam(_config(str(binary), vocab_file, out))
+    with pytest.raises(corpus.InputError) as error:
+        beam_shards.build_shards_beam(
+            _config(f"{corpus_file},{junk}", vocab_file, out)
+        )
+    assert str(junk) in str(error.value)
+    assert "--max_invalid_line_fraction" in str(error.value)
+    with pytest.raises(corpus.InputError) as error:
+        beam_shards.build_shards_beam(_config(str(greek), vocab_file, out))
+    assert "100.0% of the 480 tokens are [UNK]" in str(error.value)
+    assert "--max_unk_fraction" in str(error.value)
+    assert not out.exists()
+    manifest = beam_shards.build_shards_beam(
+        _config(str(greek), vocab_file, out, max_unk_fraction=1)
+    )
+    assert manifest["stats"]["unk_tokens"] == 480
+
+
+def test_beam_scripts_end_refusals_with_one_error_line(
+    tmp_path, corpus_file, vocab_file
+):
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(conftest.undecodable_bytes())
+    inputs = f"--input={corpus_file},{junk}"
+    beam_flags = ("--runner=DirectRunner", "--num_partitions=2")
+    result = test_scripts._run(
+        "build_shards.py",
+        inputs,
+        f"--vocab_file={vocab_file}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--num_shards=2",
+        *beam_flags,
+    )
+    line = test_script_errors.error_line(result, logs=True)
+    assert line.startswith(f"ERROR: Input file {junk} is not UTF-8 text: 200")
+    result = test_scripts._run(
+        "build_vocab.py",
+        inputs,
+        f"--output={tmp_path / 'v' / 'vocab.txt'}",
+        "--vocab_size=100",
+        *beam_flags,
+    )
+    line = test_script_errors.error_line(result, logs=True)
+    assert line.startswith(f"ERROR: Input file {junk} is not UTF-8 text: 200")
+    assert sorted(os.listdir(tmp_path)) == ["junk.txt"]
+
+
+def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
+    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt")
+    out = tmp_path / "out"
+    process = test_script_errors.start_script(
+        "build_shards.py",
+        f"--input={corpus_file}",
+        f"--vocab_file={vocab_file}",
+        f"--output_dir={out}",
+        "--max_seq_length=32",
+        "--runner=DirectRunner",
+        "--num_partitions=2",
+    )
+    test_script_errors.wait_for_temporaries(process, out)
+    time.sleep(1)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("ERROR: Interrupted by SIGTERM;")
+    )
+    assert not out.exists()
+
+
+def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
+    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
+    out_dir = tmp_path / "v"
+    process = test_script_errors.start_script(
+        "build_vocab.py",
+        f"--input={corpus_file}",
+        f"--output={out_dir / 'vocab.txt'}",
+        "--vocab_size=200",
+        "--runner=DirectRunner",
+        "--num_partitions=2",
+    )
+    # The pipeline's work directory appears in the output's directory.
+    test_script_errors.wait_for_temporaries(process, out_dir)
+    time.sleep(1)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("ERROR: Interrupted by SIGTERM;")
+    )
+    assert not out_dir.exists()
+
+
+def test_unknown_runner_is_named(tmp_path, corpus_file, vocab_file):
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+        beam_shards.build_shards_beam(
+            _config(corpus_file, vocab_file, out), runner="Nope"
+        )
+    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+        beam_vocab.build_vocabulary_beam(
+            corpus_file, 100, str(out / "vocab.txt"), runner="Nope"
+        )
+    assert not out.exists()

@@ -1,0 +1,460 @@
+"""The data scripts' inputs as a new user gets them wrong: one `ERROR:` line
+naming the flag or file, exit code 2, no traceback, nothing written.
+
+docs/errors_data.md lists these cases; keep both in step.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.data_pipeline import conftest
+from tests.data_pipeline.test_scripts import ROOT
+from tests.data_pipeline.test_scripts import _run
+
+USAGE = 2
+
+
+# TensorFlow's C++ start-up log, printed whatever TF_CPP_MIN_LOG_LEVEL says.
+TF_START_UP_LOG = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog|[IWE]\d{4} |"
+    r"To enable the following instructions)"
+)
+
+
+def error_line(result, code=USAGE, before_tensorflow=False, logs=False):
+    """The `ERROR:` line, the last of stderr; before it, at most
+    TensorFlow's start-up log (none if `before_tensorflow`), or any log
+    without another `ERROR:` line if `logs` (Beam logs its progress)."""
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("ERROR: "), result.stderr
+    others = lines[:-1]
+    if before_tensorflow:
+        assert not others, result.stderr
+    if logs:
+        assert not [x for x in others if x.startswith("ERROR")], result.stderr
+    else:
+        assert all(TF_START_UP_LOG.match(x) for x in others), result.stderr
+    return lines[-1]
+
+
+@pytest.fixture()
+def files(tmp_path, corpus_file, vocab_file):
+    """Bad and good inputs, and the expected start of each error."""
+    binary = tmp_path / "ls"
+    binary.write_bytes(conftest.binary_bytes())
+    junk = tmp_path / "junk.txt"
+    junk.write_bytes(conftest.undecodable_bytes())
+    greek = tmp_path / "greek.txt"
+    greek.write_text(conftest.greek_text(), encoding="utf-8")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    (tmp_path / "dir").mkdir()
+    no_cls = conftest.write_vocab(tmp_path / "no_cls.txt", drop=("[CLS]",))
+    return {
+        "no_cls": no_cls,
+        "corpus": corpus_file,
+        "vocab": vocab_file,
+        "binary": str(binary),
+        "junk": str(junk),
+        "greek": str(greek),
+        "empty": str(empty),
+        "dir": str(tmp_path / "dir"),
+    }
+
+
+def _shards(files, tmp_path, *flags, **replace):
+    """build_shards.py with good flags, some replaced or added."""
+    settings = {
+        "input": files["corpus"],
+        "vocab_file": files["vocab"],
+        "output_dir": str(tmp_path / "out"),
+        "max_seq_length": str(conftest.TEST_SEQ_LENGTH),
+        "num_shards": "2",
+    }
+    settings.update(replace)
+    args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
+    return _run("build_shards.py", *args, *flags)
+
+
+def _vocab(files, tmp_path, *flags, **replace):
+    settings = {
+        "input": files["corpus"],
+        "output": str(tmp_path / "v" / "vocab.txt"),
+        "vocab_size": "100",
+    }
+    settings.update(replace)
+    args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
+    return _run("build_vocab.py", *args, *flags)
+
+
+# Refused before TensorFlow is imported: (flags, start of the error).
+EARLY_SHARD_CASES = {
+    "missing input": (
+        {"input": "{dir}/gone.txt"},
+        "ERROR: --input: file '{dir}/gone.txt' not found.",
+    ),
+    "empty glob": (
+        {"input": "{dir}/*.txt"},
+        "ERROR: --input: pattern '{dir}/*.txt' matches no file.",
+    ),
+    "input is a directory": (
+        {"input": "{dir}"},
+        "ERROR: --input: {dir} is a directory, not a file",
+    ),
+    "empty --input": ({"input": ""}, "ERROR: --input names no file"),
+    "empty file": (
+        {"input": "{empty}"},
+        "ERROR: Empty corpus: no text in input file(s) {empty}.",
+    ),
+    "binary file": (
+        {"input": "{binary}"},
+        "ERROR: Input file {binary} is not text: byte 7 holds a NUL byte",
+    ),
+    "vocabulary is binary": (
+        {"vocab_file": "{binary}"},
+        "ERROR: Vocabulary file {binary} is not UTF-8 text (byte 16: invalid "
+        "continuation byte); a vocabulary has one token per line.",
+    ),
+    "vocabulary missing": (
+        {"vocab_file": "{dir}/vocab.txt"},
+        "ERROR: Vocabulary file not found: {dir}/vocab.txt",
+    ),
+    "vocabulary without [CLS]": (
+        {"vocab_file": "{no_cls}"},
+        "ERROR: Vocabulary file {no_cls} is missing required special "
+        "token(s) [CLS]; a BERT vocabulary needs all of",
+    ),
+    "unexpected argument": (
+        {"_extra": "extra"},
+        "ERROR: Unexpected arguments: ['extra']",
+    ),
+    "--output_dir not writable": (
+        {"output_dir": "/sys", "overwrite": "true"},
+        "ERROR: --output_dir: cannot write in /sys:",
+    ),
+    "vocabulary is empty": (
+        {"vocab_file": "{empty}"},
+        "ERROR: Vocabulary file {empty} is empty;",
+    ),
+    "vocabulary is the corpus": (
+        {"vocab_file": "{corpus}"},
+        "ERROR: Vocabulary file {corpus} has an empty line (line 9);",
+    ),
+    "no --vocab_file": (
+        {"vocab_file": None},
+        "ERROR: flag --vocab_file=None: Flag --vocab_file must have a value",
+    ),
+    "max_seq_length 0": (
+        {"max_seq_length": "0"},
+        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 0).",
+    ),
+    "max_seq_length 1": (
+        {"max_seq_length": "1"},
+        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 1).",
+    ),
+    "max_seq_length too large": (
+        {"max_seq_length": "100000"},
+        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 100000).",
+    ),
+    "max_seq_length not a number": (
+        {"max_seq_length": "long"},
+        "ERROR: flag --max_seq_length=long:",
+    ),
+    "misspelt flag": (
+        {"max_seq_lenght": "64"},
+        "ERROR: Unknown command line flag 'max_seq_lenght'. Did you mean: "
+        "max_seq_length ?",
+    ),
+    "unwritable --output_dir": (
+        {"output_dir": "/sys/tupe_tf_out"},
+        "ERROR: --output_dir: cannot create directory /sys/tupe_tf_out:",
+    ),
+    "--output_dir is a file": (
+        {"output_dir": "{corpus}"},
+        "ERROR: --output_dir {corpus} exists and is not a directory.",
+    ),
+    "bad fraction": (
+        {"max_unk_fraction": "2"},
+        "ERROR: --max_unk_fraction: must be in [0, 1] (got 2.0).",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EARLY_SHARD_CASES))
+def test_build_shards_refuses_early(tmp_path, files, case):
+    replace, expected = EARLY_SHARD_CASES[case]
+    replace = {
+        k: v.format(**files) if v is not None else v for k, v in replace.items()
+    }
+    extra = [replace.pop("_extra")] if "_extra" in replace else []
+    start = time.time()
+    result = _shards(files, tmp_path, *extra, **replace)
+    line = error_line(result, before_tensorflow=True)
+    assert line.startswith(expected.format(**files)), line
+    assert not (tmp_path / "out").exists()
+    assert not os.path.exists("/sys/tupe_tf_out")
+    assert time.time() - start < 30
+
+
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("junk", "ERROR: Input file {junk} is not UTF-8 text: 200 of its 200"),
+        ("greek", "ERROR: Input file(s) {greek}: 100.0% of the 480 tokens"),
+    ],
+)
+def test_build_shards_refuses_after_reading(tmp_path, files, name, expected):
+    result = _shards(files, tmp_path, input=files[name])
+    line = error_line(result)
+    assert line.startswith(expected.format(**files)), line
+    assert not (tmp_path / "out").exists()
+
+
+def peak_rss_bytes(script, *flags):
+    """Runs a script; returns its result and peak RSS (polled VmHWM)."""
+    process = start_script(script, *flags)
+    status = f"/proc/{process.pid}/status"
+    peak = 0
+    while process.poll() is None:
+        try:
+            with open(status) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]) * 1024)
+        except OSError:
+            pass
+        time.sleep(0.05)
+    stdout, stderr = process.communicate()
+    result = subprocess.CompletedProcess(
+        process.args, process.returncode, stdout, stderr
+    )
+    return result, peak
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux")
+def test_huge_line_without_newline(tmp_path, files):
+    """50 MB on one line, no newline, no space: read in 256 KiB pieces, each
+    one word too long for the tokenizer (one [UNK]) and for learning."""
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as f:
+        for _ in range(50):
+            f.write(b"a" * (1 << 20))
+    result = _shards(files, tmp_path, input=str(huge))
+    line = error_line(result)
+    assert line.startswith(f"ERROR: Input file(s) {huge}: 100.0% of the 200 ")
+    assert not (tmp_path / "out").exists()
+    # Before: learning from one such word took 64 s (vocab_size 100; random
+    # letters: minutes), normalising the whole line 3 GB.
+    result, peak = peak_rss_bytes(
+        "build_vocab.py", f"--input={huge}", f"--output={tmp_path / 'v.txt'}"
+    )
+    line = error_line(result, before_tensorflow=True)
+    assert line == (
+        "ERROR: Empty corpus: no word of at most 100 bytes (the tokenizer "
+        f"makes a longer word one [UNK]) in input file(s) {huge}."
+    )
+    assert 0 < peak < 500 * 2**20
+    assert not (tmp_path / "v.txt").exists()
+
+
+def test_existing_output_dir_needs_overwrite(tmp_path, files):
+    out = tmp_path / "out"
+    assert _shards(files, tmp_path).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    line = error_line(_shards(files, tmp_path, num_shards="3"))
+    assert line.startswith(
+        f"ERROR: --output_dir {out} already holds 3 file(s) (manifest.json, "
+        "pretrain-00000-of-00002.tfrecord, pretrain-00001-of-00002.tfrecord); "
+        "pass --overwrite"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    result = _shards(files, tmp_path, "--overwrite", num_shards="3")
+    assert result.returncode == 0, result.stderr
+    assert len([n for n in os.listdir(out) if ".tfrecord" in n]) == 3
+
+
+@pytest.mark.parametrize(
+    "case,replace,expected",
+    [
+        (
+            "missing input",
+            {"input": "{dir}/gone.txt"},
+            "ERROR: --input: file '{dir}/gone.txt' not found.",
+        ),
+        (
+            "binary file",
+            {"input": "{binary}"},
+            "ERROR: Input file {binary} is not text: byte 7 holds a NUL byte",
+        ),
+        (
+            "undecodable file",
+            {"input": "{junk}"},
+            "ERROR: Input file {junk} is not UTF-8 text: 200 of its 200",
+        ),
+        (
+            "empty file",
+            {"input": "{empty}"},
+            "ERROR: Empty corpus: no text in input file(s) {empty}.",
+        ),
+        (
+            "--output is a directory",
+            {"output": "{dir}"},
+            "ERROR: --output: {dir} is a directory;",
+        ),
+        (
+            "unwritable --output",
+            {"output": "/sys/tupe_tf_out/vocab.txt"},
+            "ERROR: --output: cannot create directory /sys/tupe_tf_out:",
+        ),
+        (
+            "vocab_size too small",
+            {"vocab_size": "3"},
+            "ERROR: --vocab_size must be an int larger than the 5 reserved",
+        ),
+        (
+            "vocab_size too small for the alphabet",
+            {"vocab_size": "20"},
+            "ERROR: vocab_size 20 is too small for the 5 reserved tokens and "
+            "the 58 character tokens",
+        ),
+        (
+            "no --output",
+            {"output": None},
+            "ERROR: flag --output=None: Flag --output must have a value "
+            "other than None.",
+        ),
+        (
+            "Beam with the tf_text learner",
+            {"runner": "DirectRunner", "learner": "tf_text"},
+            "ERROR: --runner: Beam pipelines learn with the 'tokenizers' "
+            "learner; got learner='tf_text'.",
+        ),
+        (
+            "unknown learner",
+            {"learner": "spm"},
+            "ERROR: flag --learner=spm: value should be one of",
+        ),
+    ],
+)
+def test_build_vocab_errors(tmp_path, files, case, replace, expected):
+    replace = {
+        k: v.format(**files) if v is not None else v for k, v in replace.items()
+    }
+    line = error_line(_vocab(files, tmp_path, **replace))
+    assert line.startswith(expected.format(**files)), (case, line)
+    assert not (tmp_path / "v").exists()
+
+
+def test_runner_without_beam(tmp_path, files):
+    try:
+        import apache_beam  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("Apache Beam is installed")
+    line = error_line(_shards(files, tmp_path, runner="DirectRunner"))
+    assert line.startswith("ERROR: Apache Beam is not installed: pip install")
+    line = error_line(_vocab(files, tmp_path, runner="DirectRunner"))
+    assert line.startswith("ERROR: Apache Beam is not installed: pip install")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "v").exists()
+
+
+# --- interrupted runs ------------------------------------------------------------
+
+
+def start_script(script, *flags):
+    pythonpath = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=pythonpath)
+    return subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "scripts", script), *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_for_temporaries(process, directory, timeout=120):
+    """Waits until `directory` holds a hidden temporary (the build is
+    under way)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"finished first: {process.communicate()}")
+        if os.path.isdir(directory) and any(
+            n.startswith(".") for n in os.listdir(directory)
+        ):
+            return
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError("no temporary file appeared")
+
+
+def big_corpus(path, num_docs=6000):
+    path.write_text(conftest.make_corpus_text(num_docs=num_docs))
+    return str(path)
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_interrupted_build_shards(tmp_path, files, how):
+    corpus = big_corpus(tmp_path / "big.txt")
+    out = tmp_path / "out"
+    process = start_script(
+        "build_shards.py",
+        f"--input={corpus}",
+        f"--vocab_file={files['vocab']}",
+        f"--output_dir={out}",
+        "--max_seq_length=32",
+    )
+    wait_for_temporaries(process, out)
+    time.sleep(0.5)
+    process.send_signal(how)
+    _, stderr = process.communicate(timeout=120)
+    names = os.listdir(out) if out.exists() else []
+    assert "manifest.json" not in names
+    assert not [n for n in names if not n.startswith(".")], names
+    if how == signal.SIGTERM:
+        assert process.returncode == 128 + signal.SIGTERM, stderr
+        assert (
+            stderr.strip()
+            .splitlines()[-1]
+            .startswith("ERROR: Interrupted by SIGTERM;")
+        )
+        assert "Traceback" not in stderr
+        assert not out.exists()  # Its temporaries and the directory removed.
+    # A killed run's temporaries do not block the next run (no --overwrite).
+    result = _shards(files, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not [n for n in os.listdir(out) if n.startswith(".")]
+
+
+def test_interrupted_build_vocab(tmp_path, files):
+    corpus = big_corpus(tmp_path / "big.txt", num_docs=30000)
+    out = tmp_path / "v" / "vocab.txt"
+    process = start_script(
+        "build_vocab.py",
+        f"--input={corpus}",
+        f"--output={out}",
+        "--vocab_size=200",
+        "--learner=tf_text",
+    )
+    time.sleep(4)  # Imports, then counting words.
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)  # Ctrl-C
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGINT, stderr
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith("ERROR: Interrupted by SIGINT;")
+    )
+    assert "Traceback" not in stderr
+    assert not (tmp_path / "v").exists()
