@@ -13,6 +13,7 @@ from typing import Sequence
 
 from data_pipeline.config_flags import setting
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 
 
 class InvalidInputError(ValueError):
@@ -143,7 +144,7 @@ def make_model_config(options=BACKBONE_OPTIONS):
         },
     )
     cls.__module__ = __name__
-    return cls
+    return refuses_unknown_fields(cls)
 
 
 _MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
@@ -160,6 +161,7 @@ _MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
 ModelConfig = make_model_config()
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class OptimizerConfig:
     """AdamW with warm-up and linear decay; defaults are TUPE Table 2.
@@ -202,6 +204,7 @@ class OptimizerConfig:
         return int(round(self.warmup_ratio * num_train_steps))
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class RuntimeConfig:
     """Distribution and performance settings (help: field metadata)."""
@@ -258,6 +261,7 @@ class RuntimeConfig:
             )
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class PretrainConfig:
     """Everything `run_pretraining` needs (help: field metadata).
@@ -354,6 +358,7 @@ GLUE_TASKS = (
 )
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class GlueConfig:
     """Everything `run_glue` needs. Defaults follow TUPE Table 2.
