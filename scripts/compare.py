@@ -18,6 +18,8 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
 from tupe_tf.analysis import compare  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
+from tupe_tf.training.config import InvalidInputError  # noqa: E402
 
 FLAGS = flags.FLAGS
 _DEFAULTS = compare.CompareConfig()
@@ -96,17 +98,21 @@ def config_from_flags():
     return compare.CompareConfig(**values)
 
 
-def main(argv):
-    del argv
-    config = config_from_flags()
+def compare_from_flags(flag_values):
+    """Runs (or, with --from_results, reports) the study of the flags."""
     try:
-        if FLAGS.from_results:
+        config = config_from_flags()
+        if flag_values.from_results:
             compare.validate_compare_config(config)
-            result = compare.report(config)
-        else:
-            result = compare.run_comparison(config, max_runs=FLAGS.max_runs)
+            return compare.report(config)
+        return compare.run_comparison(config, max_runs=flag_values.max_runs)
+    except InvalidInputError:
+        raise
     except ValueError as error:
-        raise app.UsageError(str(error)) from error
+        raise InvalidInputError(str(error)) from error
+
+
+def print_result(result):
     print(result["tables"], flush=True)
     print(
         f"[compare] total wall time of the finished runs: "
@@ -115,5 +121,10 @@ def main(argv):
     )
 
 
+def main(argv):
+    del argv  # cli.run refuses arguments that are not flags.
+    return cli.run_main(compare_from_flags, FLAGS, print_result)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -17,7 +17,12 @@ from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 
 
 class InvalidInputError(ValueError):
-    """Bad flags or files, found before training starts (nothing written)."""
+    """Bad flags or files, refused with one message naming the culprit.
+
+    Found before training starts (nothing written), or, for a shard that
+    turns out corrupted while it is read, during training (the last
+    checkpoint is kept).
+    """
 
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
@@ -316,6 +321,11 @@ class PretrainConfig:
         "skips ahead in the same order).",
     )
     shuffle_buffer: int = setting(10000, help="Shuffle buffer in examples.")
+    skip_bad_shards: bool = setting(
+        False,
+        help="Train without the shards that fail their manifest check or "
+        "turn out corrupted while read (logged), instead of stopping.",
+    )
     verbose: int = setting(
         1, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
     )
