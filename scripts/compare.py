@@ -15,24 +15,32 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
 from data_pipeline import config_flags  # noqa: E402
 from tupe_tf.analysis import compare  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
+from tupe_tf.training.config import InvalidInputError  # noqa: E402
 
 config_flags.define_flags(compare.CompareConfig)
 
 
-def main(argv):
-    del argv
-    config = config_flags.validated_config_from_flags(compare.CompareConfig)
+def compare_from_flags(flag_values):
+    """Runs (or, with --from_results, reports) the study of the flags."""
+    config = config_flags.validated_config_from_flags(
+        compare.CompareConfig, flag_values
+    )
     try:
         if config.from_results:
-            result = compare.report(config)
-        else:
-            result = compare.run_comparison(config, max_runs=config.max_runs)
+            return compare.report(config)
+        return compare.run_comparison(config, max_runs=config.max_runs)
+    except InvalidInputError:
+        raise
     except ValueError as error:
-        raise app.UsageError(str(error)) from error
+        raise InvalidInputError(str(error)) from error
+
+
+def print_result(result):
     print(result["tables"], flush=True)
     print(
         "[compare] the finished runs took "
@@ -42,5 +50,10 @@ def main(argv):
     )
 
 
+def main(argv):
+    del argv  # cli.run refuses arguments that are not flags.
+    return cli.run_main(compare_from_flags, flags.FLAGS, print_result)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -19,21 +19,25 @@ Example:
 
 import dataclasses
 import os
-import sys
 from typing import Optional
 from typing import Sequence
 
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 import tupe_tf.export  # noqa: E402
 from data_pipeline import config_flags  # noqa: E402
 from data_pipeline.config_flags import setting  # noqa: E402
+from tupe_tf.layers.keyword_arguments import refuses_unknown_fields  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
+from tupe_tf.training.config import InvalidInputError  # noqa: E402
+from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class ExportSettings:
     """The export flags: `tupe_tf.export.export_preset`'s arguments."""
@@ -77,22 +81,23 @@ class ExportSettings:
 config_flags.define_flags(ExportSettings)
 
 
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    settings = config_flags.validated_config_from_flags(ExportSettings)
+def export(settings):
+    """Exports as `settings` say; a user error is an `InvalidInputError`."""
     if os.path.exists(settings.export_dir) and not settings.overwrite:
-        sys.exit(
-            f"export: error: --export_dir={settings.export_dir} already "
-            "exists; pass --overwrite to replace it."
+        raise InvalidInputError(
+            f"--export_dir={settings.export_dir} already exists; pass "
+            "--overwrite to replace it (only once the new export is complete)."
         )
     if not os.path.isdir(settings.preset):
-        sys.exit(
-            f"export: error: --preset={settings.preset} is not a directory."
+        raise InvalidInputError(
+            f"--preset={settings.preset} is not a directory. Pass a preset "
+            "written by scripts/pretrain.py or save_to_preset."
         )
+    parent = os.path.dirname(os.path.abspath(settings.export_dir))
+    check_writable_dir(parent, "--export_dir's parent directory")
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
     try:
-        path = tupe_tf.export.export_preset(
+        return tupe_tf.export.export_preset(
             settings.preset,
             settings.export_dir,
             settings.format,
@@ -101,10 +106,26 @@ def main(argv):
             text_fields=settings.text_fields,
             fold_positional_bias=settings.fold_positional_bias,
         )
-    except (FileExistsError, ValueError) as e:
-        sys.exit(f"export: error (--preset={settings.preset}): {e}")
-    print(f"Exported {settings.format} to {path}")
+    except (FileExistsError, ValueError) as error:
+        raise InvalidInputError(
+            f"--preset={settings.preset}: {error}"
+        ) from error
+
+
+def export_from_flags(flag_values):
+    return export(
+        config_flags.validated_config_from_flags(ExportSettings, flag_values)
+    )
+
+
+def main(argv):
+    del argv  # cli.run refuses arguments that are not flags.
+    return cli.run_main(
+        export_from_flags,
+        flags.FLAGS,
+        lambda path: print(f"Exported {flags.FLAGS.format} to {path}"),
+    )
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

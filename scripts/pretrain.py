@@ -16,8 +16,6 @@ import os
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # noqa: E402
-
 from data_pipeline import config_flags  # noqa: E402
 from tupe_tf.training import cli  # noqa: E402
 from tupe_tf.training import config as config_lib  # noqa: E402
@@ -49,4 +47,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -13,20 +13,43 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
 from data_pipeline import config_flags  # noqa: E402
 from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
+from tupe_tf.models.preset_check import check_preset  # noqa: E402
+from tupe_tf.training import cli  # noqa: E402
+from tupe_tf.training.config import InvalidInputError  # noqa: E402
+from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402
 
 config_flags.define_flags(VisualizeConfig)
 
 
-def main(argv):
-    del argv
-    config = config_flags.validated_config_from_flags(VisualizeConfig)
-    for path in config.run():
+def visualize(flag_values):
+    """Draws the figures the flags ask for; returns the written paths."""
+    config = config_flags.validated_config_from_flags(
+        VisualizeConfig, flag_values
+    )
+    try:
+        for preset in (config.preset, *config.baseline_presets):
+            check_preset(preset)
+        check_writable_dir(config.figures_dir(), "--output_dir")
+        return config.run()
+    except InvalidInputError:
+        raise
+    except ValueError as error:
+        raise InvalidInputError(str(error)) from error
+
+
+def print_paths(paths):
+    for path in paths:
         print(f"wrote {path}")
 
 
+def main(argv):
+    del argv  # cli.run refuses arguments that are not flags.
+    return cli.run_main(visualize, flags.FLAGS, print_paths)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

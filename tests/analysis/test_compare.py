@@ -236,6 +236,11 @@ def test_bad_compare_config_is_refused(tmp_path):
         compare.CompareConfig(extrapolation_factors=[1]).validate()
 
 
+def test_misspelt_setting_is_refused_with_the_closest_name():
+    with pytest.raises(TypeError, match="did you mean `glue_seeds`"):
+        compare.CompareConfig(glue_seed=[0])
+
+
 def test_stats_say_no_difference_when_intervals_overlap():
     a = study_stats.spread([5.0, 5.2, 5.4])
     b = study_stats.spread([5.3, 5.5, 5.6])

@@ -136,20 +136,30 @@ def _script(*args):
     )
 
 
+def _assert_one_error_line(result, fragment):
+    """Exit code 2, no traceback, one `ERROR:` line naming `fragment`."""
+    errors = [
+        line for line in result.stderr.splitlines() if line.startswith("ERROR:")
+    ]
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert len(errors) == 1 and fragment in errors[0], result.stderr[-3000:]
+
+
 def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
     result = _script(
         f"--preset={exports.classifier_preset}",
         f"--export_dir={tmp_path / 'out'}",
         "--format=onnx",
     )
-    assert result.returncode != 0 and "--format" in result.stderr
+    _assert_one_error_line(result, "--format")
     result = _script(
         f"--preset={exports.classifier_preset}",
         f"--export_dir={tmp_path / 'out'}",
         "--format=serving",
         "--seq_length=1",
     )
-    assert result.returncode != 0 and "--seq_length" in result.stderr
+    _assert_one_error_line(result, "--seq_length")
     existing = tmp_path / "existing"
     existing.mkdir()
     result = _script(
@@ -157,13 +167,13 @@ def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
         f"--export_dir={existing}",
         "--format=serving",
     )
-    assert result.returncode != 0 and "--overwrite" in result.stderr
+    _assert_one_error_line(result, "--overwrite")
     result = _script(
         f"--preset={tmp_path / 'nowhere'}",
         f"--export_dir={tmp_path / 'out'}",
         "--format=serving",
     )
-    assert result.returncode != 0 and "--preset" in result.stderr
+    _assert_one_error_line(result, "--preset")
 
 
 def test_script_exports(exports, tmp_path):

@@ -204,3 +204,80 @@ def test_misspelt_backbone_argument_is_refused_with_a_suggestion():
     backbone = tiny_backbone(name="named", trainable=False, dtype="float32")
     clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
     assert clone.name == "named" and clone.trainable is False
+
+
+def test_family_classes_refuse_misspellings_with_a_suggestion():
+    backbone = tiny_backbone()
+    tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
+    cases = [
+        (
+            lambda: tupe_tf.TupeMaskedLM(backbone, preprocesor=None),
+            "TupeMaskedLM",
+            "`preprocesor` (did you mean `preprocessor`?)",
+        ),
+        (
+            lambda: tupe_tf.TupeTextClassifier(
+                backbone, num_classes=2, dropuot=0.3
+            ),
+            "TupeTextClassifier",
+            "`dropuot` (did you mean `dropout`?)",
+        ),
+        (
+            lambda: tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercse=True),
+            "TupeTokenizer",
+            "`lowercse` (did you mean `lowercase`?)",
+        ),
+        (
+            lambda: tupe_tf.TupeMaskedLMPreprocessor(
+                tokenizer, sequence_lenght=8
+            ),
+            "TupeMaskedLMPreprocessor",
+            "`sequence_lenght` (did you mean `sequence_length`?)",
+        ),
+        (
+            lambda: tupe_tf.TupeTextClassifierPreprocessor(
+                tokenizer, 8, truncat="waterfall"
+            ),
+            "TupeTextClassifierPreprocessor",
+            "`truncat` (did you mean `truncate`?)",
+        ),
+    ]
+    for build, owner, hint in cases:
+        with pytest.raises(TypeError) as error:
+            build()
+        message = str(error.value)
+        assert message.startswith(f"{owner} got unknown keyword argument(s)")
+        assert hint in message
+
+
+def test_classifier_with_preprocessor_round_trips_through_keras_and_preset(
+    tmp_path,
+):
+    tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
+    classifier = tupe_tf.TupeTextClassifier(
+        tiny_backbone(position_encoding="diet-rel"),
+        num_classes=3,
+        preprocessor=tupe_tf.TupeTextClassifierPreprocessor(
+            tokenizer, sequence_length=12
+        ),
+        activation="softmax",
+        dropout=0.2,
+        name="classifier",
+    )
+    texts = ["the quick fox", "a cat sat"]
+    expected = classifier.predict(texts, verbose=0)
+    path = str(tmp_path / "classifier.keras")
+    classifier.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, tupe_tf.TupeTextClassifier)
+    assert restored.dropout == 0.2 and restored.name == "classifier"
+    np.testing.assert_allclose(
+        restored.predict(texts, verbose=0), expected, atol=1e-6
+    )
+    preset = str(tmp_path / "preset")
+    classifier.save_to_preset(preset)
+    loaded = keras_hub.models.TextClassifier.from_preset(preset)
+    assert isinstance(loaded, tupe_tf.TupeTextClassifier)
+    np.testing.assert_allclose(
+        loaded.predict(texts, verbose=0), expected, atol=1e-6
+    )

@@ -1,4 +1,5 @@
 import pytest
+from absl import app
 
 from tupe_tf.training import cli
 from tupe_tf.training.callbacks import NonFiniteLossError
@@ -9,6 +10,8 @@ from tupe_tf.training.config import InvalidInputError
     "error, code",
     [
         (InvalidInputError("--seq_length=9 is bad"), 2),
+        # What config_flags.validated_config_from_flags raises.
+        (app.UsageError("--seq_length must be >= 3."), 2),
         (NonFiniteLossError("nan"), 3),
     ],
 )

@@ -126,3 +126,51 @@ def test_pretraining_learning_rate_is_resolved_from_the_dims():
         optimizer=config_lib.OptimizerConfig(learning_rate=5e-4)
     )
     assert resolve_learning_rate(given) is given
+
+
+@pytest.mark.parametrize(
+    "config_cls, misspelt, hint",
+    [
+        (
+            config_lib.PretrainConfig,
+            "num_train_step",
+            "(did you mean `num_train_steps`?)",
+        ),
+        (
+            config_lib.PretrainConfig,
+            "learning_rate",
+            "(it belongs in `optimizer=OptimizerConfig(learning_rate=...)`)",
+        ),
+        (
+            config_lib.PretrainConfig,
+            "position_encoding",
+            "(it belongs in `model=ModelConfig(position_encoding=...)`)",
+        ),
+        (config_lib.GlueConfig, "tsak", "(did you mean `task`?)"),
+        (config_lib.GlueConfig, "strategy", "`runtime=RuntimeConfig("),
+        (
+            config_lib.ModelConfig,
+            "positon_rank",
+            "(did you mean `position_rank`?)",
+        ),
+        (config_lib.OptimizerConfig, "warmup_step", "`warmup_steps`?"),
+        (config_lib.RuntimeConfig, "mixed_precison", "`mixed_precision`?"),
+    ],
+)
+def test_configs_refuse_misspelt_fields_with_a_suggestion(
+    config_cls, misspelt, hint
+):
+    with pytest.raises(TypeError) as error:
+        config_cls(**{misspelt: 1})
+    message = str(error.value)
+    assert message.startswith(
+        f"{config_cls.__name__} got unknown keyword argument(s) `{misspelt}`"
+    )
+    assert hint in message
+
+
+def test_visualize_config_refuses_misspelt_fields():
+    from tupe_tf.analysis.visualize import VisualizeConfig
+
+    with pytest.raises(TypeError, match="did you mean `sequence_length`"):
+        VisualizeConfig(preset="p", sequence_lenght=8)

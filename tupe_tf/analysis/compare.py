@@ -33,6 +33,7 @@ from data_pipeline import fileio
 from data_pipeline.config_flags import setting
 from tupe_tf.analysis import study_stats
 from tupe_tf.backbone_options import POSITION_ENCODINGS
+from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
 
@@ -60,6 +61,7 @@ def study_variants():
 VARIANTS = study_variants()
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class CompareConfig:
     """What the study runs; every field with a help text is a flag of

@@ -9,6 +9,7 @@ import numpy as np
 
 from data_pipeline.config_flags import setting
 from tupe_tf.analysis import figures
+from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 
@@ -27,6 +28,7 @@ def random_inputs(backbone, sequence_length, batch_size=2, seed=0):
     }
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class VisualizeConfig:
     """What `scripts/visualize.py` draws; every field is one of its flags.

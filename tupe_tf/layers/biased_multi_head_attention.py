@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.rotary_position_tables import rotate
 
 
@@ -56,6 +57,11 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
     """
 
     def __init__(self, num_heads, key_dim, content_scale=None, **kwargs):
+        refuse_unknown_keywords(
+            BiasedMultiHeadAttention,
+            kwargs,
+            parents=(keras.layers.MultiHeadAttention, keras.layers.Layer),
+        )
         super().__init__(num_heads=num_heads, key_dim=key_dim, **kwargs)
         self.content_scale = content_scale
         self._content_scale = (

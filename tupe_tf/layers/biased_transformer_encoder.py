@@ -5,6 +5,7 @@ from keras_hub.layers import TransformerEncoder
 
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
 from tupe_tf.layers.keras_hub_internals import clone_initializer
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -52,6 +53,11 @@ class BiasedTransformerEncoder(TransformerEncoder):
     def __init__(
         self, intermediate_dim, num_heads, content_scale=None, **kwargs
     ):
+        refuse_unknown_keywords(
+            BiasedTransformerEncoder,
+            kwargs,
+            parents=(TransformerEncoder, keras.layers.Layer),
+        )
         super().__init__(
             intermediate_dim=intermediate_dim, num_heads=num_heads, **kwargs
         )

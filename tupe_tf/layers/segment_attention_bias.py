@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sharing import sharing_units
 
 
@@ -45,6 +46,7 @@ class SegmentAttentionBias(keras.layers.Layer):
         initializer=None,
         **kwargs,
     ):
+        refuse_unknown_keywords(SegmentAttentionBias, kwargs)
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
         self.num_layers = num_layers

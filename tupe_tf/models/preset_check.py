@@ -19,8 +19,9 @@ def check_preset(preset_dir):
 
     Raises:
         ValueError: naming the directory and what is wrong: missing
-            directory or file, not a tupe-tf preset, or a preset saved by
-            another major.minor version of tupe-tf.
+            directory or file, a JSON or weights file that cannot be read
+            (truncated, overwritten), not a tupe-tf preset, or a preset
+            saved by another major.minor version of tupe-tf.
 
     Example:
     ```python
@@ -39,8 +40,11 @@ def check_preset(preset_dir):
             f"Preset {preset_dir!r} is incomplete: missing {missing}. "
             "Re-export it with `save_to_preset`."
         )
-    with open(os.path.join(preset_dir, "metadata.json")) as metadata_file:
-        metadata = json.load(metadata_file)
+    for name in sorted(os.listdir(preset_dir)):
+        if name.endswith(".json"):
+            read_preset_json(preset_dir, name)
+    _check_weights_file(preset_dir)
+    metadata = read_preset_json(preset_dir, "metadata.json")
     version = metadata.get("tupe_tf_version")
     if version is None:
         raise ValueError(
@@ -53,3 +57,49 @@ def check_preset(preset_dir):
             f"tupe-tf {__version__}. Load it with a matching version."
         )
     return metadata
+
+
+def _damaged(preset_dir, name, error):
+    return ValueError(
+        f"Preset {preset_dir!r} is damaged: {name} cannot be read ({error}). "
+        "Save the preset again (or copy it again from where it was saved)."
+    )
+
+
+def read_preset_json(preset_dir, name):
+    """The JSON file `name` of a preset, or `ValueError` naming it.
+
+    Args:
+        preset_dir: the preset directory.
+        name: e.g. `config.json`.
+
+    Returns:
+        The parsed JSON.
+
+    Raises:
+        ValueError: the file is missing, truncated or not JSON.
+
+    Example:
+    ```python
+    config = read_preset_json("runs/default/preset", "config.json")
+    ```
+    """
+    try:
+        with open(os.path.join(preset_dir, name), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise _damaged(preset_dir, name, error) from error
+
+
+def _check_weights_file(preset_dir):
+    # Opening the HDF5 file reads its superblock and end-of-file address:
+    # a truncated or overwritten weights file fails here, before any model
+    # is built. (h5py comes with Keras.)
+    import h5py
+
+    name = "model.weights.h5"
+    try:
+        with h5py.File(os.path.join(preset_dir, name), "r") as weights:
+            list(weights.keys())
+    except (OSError, ValueError) as error:
+        raise _damaged(preset_dir, name, error) from error

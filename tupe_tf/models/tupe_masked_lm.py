@@ -2,7 +2,9 @@
 
 import keras
 from keras_hub.models import BertMaskedLM
+from keras_hub.models import Task
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor
 
@@ -18,6 +20,8 @@ class TupeMaskedLM(BertMaskedLM):
     Args:
         backbone: a `tupe_tf.TupeBackbone`.
         preprocessor: a `tupe_tf.TupeMaskedLMPreprocessor` or `None`.
+        **kwargs: other arguments of `keras_hub.models.BertMaskedLM`
+            (`name`, `compile`, ...); a misspelt one is refused.
 
     Example:
     ```python
@@ -30,3 +34,10 @@ class TupeMaskedLM(BertMaskedLM):
 
     backbone_cls = TupeBackbone
     preprocessor_cls = TupeMaskedLMPreprocessor
+
+    def __init__(self, *args, **kwargs):
+        # keras.Model would silently drop an unknown keyword.
+        refuse_unknown_keywords(
+            TupeMaskedLM, kwargs, parents=(BertMaskedLM, Task)
+        )
+        super().__init__(*args, **kwargs)

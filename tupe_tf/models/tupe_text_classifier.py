@@ -2,7 +2,9 @@
 
 import keras
 from keras_hub.models import BertTextClassifier
+from keras_hub.models import Task
 
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,
@@ -22,7 +24,8 @@ class TupeTextClassifier(BertTextClassifier):
         num_classes: int. Number of classes (1 for regression, e.g. STS-B,
             with `activation=None` and a regression loss).
         preprocessor: a `tupe_tf.TupeTextClassifierPreprocessor` or `None`.
-        **kwargs: other arguments of `keras_hub.models.BertTextClassifier`.
+        **kwargs: other arguments of `keras_hub.models.BertTextClassifier`
+            (`activation`, `dropout`, ...); a misspelt one is refused.
 
     Example:
     ```python
@@ -34,3 +37,10 @@ class TupeTextClassifier(BertTextClassifier):
 
     backbone_cls = TupeBackbone
     preprocessor_cls = TupeTextClassifierPreprocessor
+
+    def __init__(self, *args, **kwargs):
+        # keras.Model would silently drop an unknown keyword.
+        refuse_unknown_keywords(
+            TupeTextClassifier, kwargs, parents=(BertTextClassifier, Task)
+        )
+        super().__init__(*args, **kwargs)

@@ -3,6 +3,8 @@
 import keras
 from keras_hub.models import BertTextClassifierPreprocessor
 
+from tupe_tf.layers.keyword_arguments import PRESET_KEYWORDS
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 
@@ -31,3 +33,13 @@ class TupeTextClassifierPreprocessor(BertTextClassifierPreprocessor):
 
     backbone_cls = TupeBackbone
     tokenizer_cls = TupeTokenizer
+
+    def __init__(self, *args, **kwargs):
+        # keras would refuse a misspelt keyword without the closest name.
+        refuse_unknown_keywords(
+            TupeTextClassifierPreprocessor,
+            kwargs,
+            extra_valid=PRESET_KEYWORDS,
+            parents=(BertTextClassifierPreprocessor, keras.layers.Layer),
+        )
+        super().__init__(*args, **kwargs)

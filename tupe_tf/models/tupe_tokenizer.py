@@ -2,7 +2,10 @@
 
 import keras
 from keras_hub.models import BertTokenizer
+from keras_hub.tokenizers import WordPieceTokenizer
 
+from tupe_tf.layers.keyword_arguments import PRESET_KEYWORDS
+from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 
 
@@ -28,3 +31,13 @@ class TupeTokenizer(BertTokenizer):
     """
 
     backbone_cls = TupeBackbone
+
+    def __init__(self, *args, **kwargs):
+        # keras would refuse a misspelt keyword without the closest name.
+        refuse_unknown_keywords(
+            TupeTokenizer,
+            kwargs,
+            extra_valid=PRESET_KEYWORDS,
+            parents=(BertTokenizer, WordPieceTokenizer, keras.layers.Layer),
+        )
+        super().__init__(*args, **kwargs)

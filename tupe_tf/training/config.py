@@ -13,10 +13,16 @@ from typing import Sequence
 
 from data_pipeline.config_flags import setting
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 
 
 class InvalidInputError(ValueError):
-    """Bad flags or files, found before training starts (nothing written)."""
+    """Bad flags or files, refused with one message naming the culprit.
+
+    Found before training starts (nothing written), or, for a shard that
+    turns out corrupted while it is read, during training (the last
+    checkpoint is kept).
+    """
 
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
@@ -172,7 +178,7 @@ def make_model_config(options=BACKBONE_OPTIONS):
         },
     )
     cls.__module__ = __name__
-    return cls
+    return refuses_unknown_fields(cls)
 
 
 _MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
@@ -189,6 +195,7 @@ _MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
 ModelConfig = make_model_config()
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class OptimizerConfig:
     """AdamW with warm-up and linear decay; defaults are TUPE Table 2.
@@ -237,6 +244,7 @@ class OptimizerConfig:
         return int(round(self.warmup_ratio * num_train_steps))
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class RuntimeConfig:
     """Distribution and performance settings (help: field metadata)."""
@@ -293,6 +301,7 @@ class RuntimeConfig:
             )
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class PretrainConfig:
     """Everything `run_pretraining` needs (help: field metadata).
@@ -347,6 +356,11 @@ class PretrainConfig:
         "skips ahead in the same order).",
     )
     shuffle_buffer: int = setting(10000, help="Shuffle buffer in examples.")
+    skip_bad_shards: bool = setting(
+        False,
+        help="Train without the shards that fail their manifest check or "
+        "turn out corrupted while read (logged), instead of stopping.",
+    )
     verbose: int = setting(
         1, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
     )
@@ -389,6 +403,7 @@ GLUE_TASKS = (
 )
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class GlueConfig:
     """Everything `run_glue` needs. Defaults follow TUPE Table 2.

@@ -24,9 +24,14 @@ from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.optimization import create_optimizer
+from tupe_tf.training.pretrain import check_writable_dir
 
 
 def _preset_backbone_config(preset):
+    """The backbone config of `--preset`, after `check_preset`."""
+    from tupe_tf.models.preset_check import check_preset
+    from tupe_tf.models.preset_check import read_preset_json
+
     path = os.path.join(preset, "config.json")
     if not os.path.isfile(path):
         raise ValueError(
@@ -34,8 +39,22 @@ def _preset_backbone_config(preset):
             "config.json). Pass the preset written by scripts/pretrain.py "
             "(<model_dir>/preset)."
         )
-    with open(path) as f:
-        return json.load(f).get("config", {})
+    try:
+        check_preset(preset)
+    except ValueError as error:
+        raise ValueError(f"--preset: {error}") from error
+    return read_preset_json(preset, "config.json").get("config", {})
+
+
+def _load_from_preset(cls, preset, **kwargs):
+    """`cls.from_preset(preset)`, a preset that fails to load named."""
+    try:
+        return cls.from_preset(preset, **kwargs)
+    except (OSError, ValueError, KeyError) as error:
+        raise InvalidInputError(
+            f"--preset={preset!r}: its {cls.__name__} cannot be loaded "
+            f"({error}). Save the preset again with scripts/pretrain.py."
+        ) from error
 
 
 def _features(
@@ -100,7 +119,7 @@ def finetune_once(
     import tupe_tf
 
     keras.utils.set_random_seed(seed)
-    tokenizer = tupe_tf.TupeTokenizer.from_preset(config.preset)
+    tokenizer = _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
         tokenizer, sequence_length=config.seq_length
     )
@@ -132,7 +151,9 @@ def finetune_once(
         # policy makes the classifier head and the functional model follow;
         # `compile` then adds loss scaling for mixed_float16.
         policy = config.runtime.mixed_precision
-        backbone = tupe_tf.TupeBackbone.from_preset(config.preset, dtype=policy)
+        backbone = _load_from_preset(
+            tupe_tf.TupeBackbone, config.preset, dtype=policy
+        )
         model = tupe_tf.TupeTextClassifier(
             backbone,
             num_classes=task.num_classes,
@@ -259,7 +280,29 @@ def validate_glue_config(config):
             )
     if config.glue_dir and not os.path.isdir(config.glue_dir):
         raise ValueError(f"--glue_dir={config.glue_dir!r} is not a directory.")
+    check_writable_dir(
+        os.path.join(config.output_dir, task.name), "--output_dir"
+    )
     return task
+
+
+def _load_split(config, task, split, max_examples):
+    """`glue.load_glue`; a file that is not text is named by its flag."""
+    from data_pipeline import glue
+
+    try:
+        return glue.load_glue(
+            task.name,
+            split,
+            config.glue_dir,
+            config.tfds_data_dir,
+            max_examples,
+        )
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"--glue_dir={config.glue_dir!r}: the GLUE {task.name} {split} "
+            f"file is not UTF-8 text ({error}). Pass the official TSV files."
+        ) from error
 
 
 def run_glue(config: GlueConfig):
@@ -281,7 +324,7 @@ def run_glue(config: GlueConfig):
     ...                               seeds=[0, 1, 2]))
     >>> results["best"]["validation"]["matthews_corrcoef"]
     """
-    from data_pipeline import glue
+    import tupe_tf
 
     config = dataclasses.replace(config)
     try:
@@ -292,23 +335,13 @@ def run_glue(config: GlueConfig):
             tpu=config.runtime.tpu,
             num_cpu_devices=config.runtime.num_cpu_devices,
         )
-        train = glue.load_glue(
-            task.name,
-            "train",
-            config.glue_dir,
-            config.tfds_data_dir,
-            config.max_train_examples,
-        )
+        train = _load_split(config, task, "train", config.max_train_examples)
         eval_splits = [
-            glue.load_glue(
-                task.name,
-                split,
-                config.glue_dir,
-                config.tfds_data_dir,
-                config.max_eval_examples,
-            )
+            _load_split(config, task, split, config.max_eval_examples)
             for split in task.eval_splits
         ]
+        # The vocabulary is needed by every run: refuse a bad one now.
+        _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
     except InvalidInputError:
         raise
     except (ValueError, FileNotFoundError) as error:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 import time
 import warnings
@@ -54,17 +55,22 @@ def _expand_patterns(patterns, flag):
     )
 
 
-def check_model_dir_writable(model_dir):
-    """Raises `ValueError` naming `--model_dir` if it cannot be written."""
+def check_writable_dir(directory, flag="--model_dir"):
+    """Raises `InvalidInputError` naming `flag` if `directory` cannot be
+    written.
+
+    Creates `directory` (remote paths included) and writes and removes a
+    probe file in it.
+    """
     try:
-        tf.io.gfile.makedirs(model_dir)
-        probe = os.path.join(model_dir, f".write_probe_{os.getpid()}")
+        tf.io.gfile.makedirs(directory)
+        probe = os.path.join(directory, f".write_probe_{os.getpid()}")
         with tf.io.gfile.GFile(probe, "w") as f:
             f.write("ok")
         tf.io.gfile.remove(probe)
     except (OSError, tf.errors.OpError) as error:
-        raise ValueError(
-            f"--model_dir={model_dir!r} is not writable: {error}"
+        raise InvalidInputError(
+            f"{flag}={directory!r} is not writable: {error}"
         ) from error
 
 
@@ -98,9 +104,8 @@ def validate_config(config, strategy=None):
             "the end only)."
         )
     config.optimizer.resolve_warmup_steps(config.num_train_steps)
-    check_model_dir_writable(config.model_dir)
-    if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
-        raise ValueError(f"--vocab_file={config.vocab_file!r} does not exist.")
+    check_writable_dir(config.model_dir)
+    _check_vocabulary_file(config.vocab_file)
     train_files = _expand_patterns(config.train_files, "--train_files")
     eval_files = _expand_patterns(config.eval_files, "--eval_files")
     if not train_files:
@@ -112,12 +117,52 @@ def validate_config(config, strategy=None):
         distribution.per_replica_batch_size(config.global_batch_size, strategy)
 
 
+def _check_vocabulary_file(vocab_file):
+    import data_pipeline
+
+    if not vocab_file or not tf.io.gfile.exists(vocab_file):
+        raise ValueError(f"--vocab_file={vocab_file!r} does not exist.")
+    try:
+        data_pipeline.load_vocabulary(vocab_file)
+    except (ValueError, OSError) as error:
+        raise ValueError(
+            f"--vocab_file={vocab_file!r} is not a usable vocabulary: "
+            f"{_sentence(error)} Pass the vocabulary the shards were built with "
+            "(scripts/build_vocab.py writes one)."
+        ) from error
+
+
+def _sentence(error):
+    """`error`'s message ending with one period."""
+    return str(error).rstrip(". ") + "."
+
+
 def _check_shards(files, flag, config):
     import data_pipeline
 
     try:
+        check = data_pipeline.verify_shards(files, verify="size")
+    except (ValueError, OSError) as error:
+        raise ValueError(
+            f"{flag}: {_sentence(error)} Pass shards written by "
+            "scripts/build_shards.py (their directory holds manifest.json)."
+        ) from error
+    if check.bad_shards and not config.skip_bad_shards:
+        listing = "; ".join(f"{p}: {r}" for p, r in check.bad_shards)
+        raise ValueError(
+            f"{flag}: {len(check.bad_shards)} bad shard(s): {listing}. "
+            "Rebuild them, or pass --skip_bad_shards to train without them."
+        )
+    if not check.files:
+        raise ValueError(
+            f"{flag}: no readable shard left, every one is bad: "
+            f"{check.bad_shards[0][0]}: {check.bad_shards[0][1]}"
+            f"{' (and more)' if len(check.bad_shards) > 1 else ''}. Rebuild "
+            "them with scripts/build_shards.py."
+        )
+    try:
         data_pipeline.check_shards_vocabulary(files, config.vocab_file)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:
         raise ValueError(
             f"{flag} were not built with --vocab_file={config.vocab_file}: {error}"
         ) from error
@@ -227,6 +272,7 @@ def make_dataset(
         # resume at the right place.
         deterministic=True,
         input_context=input_context,
+        skip_bad_shards=config.skip_bad_shards,
         drop_remainder=True,
         skip_batches=skip_batches,
     )
@@ -312,6 +358,7 @@ def resolve_default_data(config):
         return config
     from data_pipeline import default_data
 
+    check_writable_dir(config.work_dir, "--work_dir")
     data = default_data.prepare_default_data(
         config.work_dir, seq_length=config.seq_length
     )
@@ -399,11 +446,55 @@ def build_and_restore(run):
         max_to_keep=config.keep_checkpoints,
     )
     # The chief's directory holds the real checkpoints on every worker.
-    latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+    latest = restore_latest_checkpoint(checkpoint, config)
     if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
         print(f"Resumed from {latest}", flush=True)
     return model, manager, global_step(model)
+
+
+def restore_latest_checkpoint(checkpoint, config):
+    """Restores the latest checkpoint of `config.checkpoint_dir`, if any.
+
+    Returns:
+        Its path, or `None` when there is none (a fresh start).
+
+    Raises:
+        InvalidInputError: the index or the checkpoint is unreadable, or
+            written by a different model; nothing on disk is changed.
+    """
+    directory = config.checkpoint_dir
+    what = f"the checkpoint index {os.path.join(directory, 'checkpoint')}"
+    try:
+        latest = tf.train.latest_checkpoint(directory)
+        if latest:
+            what = f"checkpoint {latest}"
+            checkpoint.restore(latest).assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as error:
+        reason = str(getattr(error, "message", error)).strip().splitlines()
+        raise InvalidInputError(
+            f"--model_dir={config.model_dir!r}: {what} cannot be restored "
+            f"({reason[0] if reason else type(error).__name__}). It is "
+            "damaged, or was written by a model with other flags. Nothing "
+            "was changed: rerun with the flags of the first run, restore "
+            "the checkpoint files, or pass a new --model_dir to start over."
+        ) from error
+    if latest is None:
+        found = sorted(
+            os.path.basename(path)[: -len(".index")]
+            for path in tf.io.gfile.glob(
+                os.path.join(directory, "ckpt-*.index")
+            )
+        )
+        if found:
+            # Starting over would overwrite them.
+            raise InvalidInputError(
+                f"--model_dir={config.model_dir!r}: {what} is missing, "
+                "unreadable or names a checkpoint that is gone, but the "
+                f"directory holds {', '.join(found)}. Nothing was changed: "
+                "restore the index file, or pass a new --model_dir to start "
+                "over."
+            )
+    return latest
 
 
 def eval_interval_epochs(config):
@@ -640,8 +731,14 @@ def run_pretraining(config: PretrainConfig):
                 run.config.to_dict(),
             )
         train_data, eval_data = make_input_fns(run)
-        outcome = train(run, model, manager, start_step, train_data, eval_data)
-        eval_results = evaluate(run, model, outcome, eval_data)
+        try:
+            outcome = train(
+                run, model, manager, start_step, train_data, eval_data
+            )
+            eval_results = evaluate(run, model, outcome, eval_data)
+        except tf.errors.OpError as error:
+            refuse_bad_shard(error, run.config)
+            raise
         results = publish(
             run, model, manager, start_step, outcome, eval_results
         )
@@ -650,6 +747,39 @@ def run_pretraining(config: PretrainConfig):
         )
     finally:
         keras.config.set_dtype_policy(previous_policy)
+
+
+# The reader names a shard that turns out truncated or corrupted while read
+# in a `tf.debugging.Assert` message that ends with its override.
+_BAD_SHARD_ASSERTION = re.compile(
+    r"assertion failed: \[(.*?skip_bad_shards.*?)\]", re.DOTALL
+)
+
+
+def refuse_bad_shard(error, config):
+    """Turns the reader's bad-shard assertion into an `InvalidInputError`.
+
+    Args:
+        error: a `tf.errors.OpError` raised while training or evaluating.
+        config: the run's `PretrainConfig`.
+
+    Raises:
+        InvalidInputError: naming the shard, `--skip_bad_shards` and the
+            checkpoint training resumes from, if `error` is the reader's;
+            otherwise nothing is raised.
+    """
+    match = _BAD_SHARD_ASSERTION.search(error.message or "")
+    if match is None:
+        return
+    message = match.group(1).strip()
+    message = message.replace("skip_bad_shards=True", "--skip_bad_shards")
+    latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+    kept = (
+        f"the last checkpoint, {latest}, is kept and a rerun resumes from it"
+        if latest
+        else "no checkpoint had been written yet"
+    )
+    raise InvalidInputError(f"{message} Training stopped; {kept}.") from error
 
 
 def _vocabulary_size(vocab_file):
