@@ -17,7 +17,7 @@ Without --input, the embedded gensim Wikipedia sample is used.
 Input that is not text, or a corpus with too many [UNK] tokens, is refused
 with nothing written (--allow_nul_bytes, --max_invalid_line_fraction and
 --max_unk_fraction override). Errors in the flags or files end the run with
-one `ERROR:` line and exit code 2 (docs/errors_data.md lists them).
+one `ERROR:` line and exit code 2 (docs/errors.md lists them).
 """
 
 import json

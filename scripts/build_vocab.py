@@ -12,7 +12,7 @@ Without --input, the embedded gensim English Wikipedia sample is used.
 
 Input that is not text is refused with nothing written (--allow_nul_bytes
 and --max_invalid_line_fraction override). Errors in the flags or files end
-the run with one `ERROR:` line and exit code 2 (docs/errors_data.md lists
+the run with one `ERROR:` line and exit code 2 (docs/errors.md lists
 them).
 """
 

@@ -1,7 +1,7 @@
 """The data scripts' inputs as a new user gets them wrong: one `ERROR:` line
 naming the flag or file, exit code 2, no traceback, nothing written.
 
-docs/errors_data.md lists these cases; keep both in step.
+docs/errors.md lists these cases; keep both in step.
 """
 
 import os

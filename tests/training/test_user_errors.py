@@ -3,7 +3,7 @@
 Each bad input ends the run with one `ERROR:` line naming the culprit and
 what to do, exit code 2, no traceback, and loses nothing already written.
 Scripts run in subprocesses only where the script boundary is what is
-tested; the rest calls the library. docs/errors_training.md lists the cases.
+tested; the rest calls the library. docs/errors.md lists the cases.
 """
 
 import os
