@@ -398,6 +398,28 @@ def wait_for_temporaries(process, directory, timeout=120):
     raise AssertionError("no temporary file appeared")
 
 
+def wait_for_open_file(process, path, timeout=120):
+    """Waits until `process` has `path` open (it is reading its input, so
+    its imports and signal handlers are in place)."""
+    target = os.path.realpath(path)
+    fd_dir = f"/proc/{process.pid}/fd"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert process.poll() is None, process.communicate()
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            names = []
+        for name in names:
+            try:
+                if os.readlink(os.path.join(fd_dir, name)) == target:
+                    return
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"{path} was not opened within {timeout} s")
+
+
 def big_corpus(path, num_docs=6000):
     path.write_text(conftest.make_corpus_text(num_docs=num_docs))
     return str(path)
@@ -446,8 +468,7 @@ def test_interrupted_build_vocab(tmp_path, files):
         "--vocab_size=200",
         "--learner=tf_text",
     )
-    time.sleep(4)  # Imports, then counting words.
-    assert process.poll() is None, process.communicate()
+    wait_for_open_file(process, corpus)  # Imports done, counting words.
     process.send_signal(signal.SIGINT)  # Ctrl-C
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGINT, stderr

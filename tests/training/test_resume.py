@@ -7,6 +7,7 @@ continues after the batches already trained on).
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,13 +44,16 @@ def _flags(data_flags, model_dir):
 
 
 def _checkpoint_steps(checkpoint_dir):
-    if not os.path.isdir(checkpoint_dir):
+    """Steps of the complete checkpoints: those the `checkpoint` index file
+    lists (a `ckpt-N.index` file is written before the index names it, so
+    a kill in between leaves ckpt-N incomplete)."""
+    index = os.path.join(checkpoint_dir, "checkpoint")
+    try:
+        with open(index) as f:
+            text = f.read()
+    except OSError:
         return []
-    return sorted(
-        int(name[len("ckpt-") : -len(".index")])
-        for name in os.listdir(checkpoint_dir)
-        if name.startswith("ckpt-") and name.endswith(".index")
-    )
+    return sorted({int(step) for step in re.findall(r'"ckpt-(\d+)"', text)})
 
 
 def _backbone_weights(preset):
