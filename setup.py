@@ -44,6 +44,8 @@ setup(
     extras_require={
         "test": [
             "pytest>=8,<10",
+            # Two test processes, one per core: the suite in about 13 min.
+            "pytest-xdist==3.8.0",
             "tensorflow-hub==0.16.1",
             "tf-keras==2.21.0",
             "scipy>=1.11",
