@@ -30,6 +30,7 @@ from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import vocab as vocab_lib
 from data_pipeline.config_flags import setting
+from data_pipeline.keyword_arguments import refuses_unknown_fields
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
 # `manifest["engine"]` of shards built by `build_shards` in one process.
@@ -55,6 +56,7 @@ def _open_file_limit():
     return limit if limit > 0 else None
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     """Configuration of `build_shards`; `scripts/build_shards.py`'s flags are

@@ -11,6 +11,7 @@ from data_pipeline import corpus
 from data_pipeline import fileio
 from data_pipeline import wordpiece_learner
 from data_pipeline.config_flags import setting
+from data_pipeline.keyword_arguments import refuses_unknown_fields
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -208,6 +209,7 @@ def check_output_file(output_file):
         )
 
 
+@refuses_unknown_fields
 @dataclasses.dataclass
 class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     """Settings of `scripts/build_vocab.py`, whose flags are generated from

@@ -31,7 +31,7 @@ from absl import logging  # noqa: E402
 import tupe_tf.export  # noqa: E402
 from data_pipeline import config_flags  # noqa: E402
 from data_pipeline.config_flags import setting  # noqa: E402
-from tupe_tf.layers.keyword_arguments import refuses_unknown_fields  # noqa: E402
+from data_pipeline.keyword_arguments import refuses_unknown_fields  # noqa: E402
 from tupe_tf.training import cli  # noqa: E402
 from tupe_tf.training.config import InvalidInputError  # noqa: E402
 from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402

@@ -31,9 +31,9 @@ from typing import Sequence
 
 from data_pipeline import fileio
 from data_pipeline.config_flags import setting
+from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.analysis import study_stats
 from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
 

@@ -8,8 +8,8 @@ from typing import Sequence
 import numpy as np
 
 from data_pipeline.config_flags import setting
+from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.analysis import figures
-from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 

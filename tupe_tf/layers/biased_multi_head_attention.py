@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
+from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.rotary_position_tables import rotate
 
 

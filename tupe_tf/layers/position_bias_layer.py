@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
+from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sequence_length import checked_sequence_length
 
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
+from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sharing import sharing_units
 
 

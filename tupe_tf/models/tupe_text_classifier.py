@@ -4,7 +4,7 @@ import keras
 from keras_hub.models import BertTextClassifier
 from keras_hub.models import Task
 
-from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
+from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,

@@ -3,8 +3,8 @@
 import keras
 from keras_hub.models import BertTextClassifierPreprocessor
 
-from tupe_tf.layers.keyword_arguments import PRESET_KEYWORDS
-from tupe_tf.layers.keyword_arguments import refuse_unknown_keywords
+from data_pipeline.keyword_arguments import PRESET_KEYWORDS
+from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 

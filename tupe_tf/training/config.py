@@ -12,8 +12,8 @@ from typing import Optional
 from typing import Sequence
 
 from data_pipeline.config_flags import setting
+from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.layers.keyword_arguments import refuses_unknown_fields
 
 
 class InvalidInputError(ValueError):

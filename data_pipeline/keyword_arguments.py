@@ -3,7 +3,8 @@
 `refuse_unknown_keywords` checks the `**kwargs` of a constructor (layers,
 the backbone, the keras-hub family classes); `refuses_unknown_fields` does
 the same for a configuration dataclass. Both raise the one `TypeError` of
-`unknown_keywords_error`.
+`unknown_keywords_error`. No TensorFlow import: the data pipeline's
+configurations use it too.
 
 Example:
 
