@@ -370,6 +370,10 @@ def test_runner_without_beam(tmp_path, files):
 # --- interrupted runs ------------------------------------------------------------
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_script(script, *flags):
     pythonpath = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=pythonpath)
@@ -379,6 +383,9 @@ def start_script(script, *flags):
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # pytest-xdist's workers ignore SIGINT, and an ignored signal stays
+        # ignored across exec: Python would then install no Ctrl-C handler.
+        preexec_fn=_default_sigint,
     )
 
 
