@@ -140,7 +140,7 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
         assert matplotlib.image.imread(path).shape[0] > 100
 
 
-def test_plan_fine_tunes_each_model_right_after_its_pretraining(
+def test_plan_runs_the_core_variants_first_each_fine_tuned_at_once(
     tmp_path, tiny_data
 ):
     config = _config(
@@ -149,6 +149,7 @@ def test_plan_fine_tunes_each_model_right_after_its_pretraining(
         variants=["bert", "tupe-a", "tupe-r"],
         seeds=[0, 1, 2],
         glue_seeds=[0, 1],
+        glue_variants=["bert", "tupe-r"],
     )
     keys = [run.key for run in compare.plan_runs(config)]
     control = "finetune/no-pretraining__pseed0__sst2__lr0.001__ep1__seed"
@@ -158,16 +159,29 @@ def test_plan_fine_tunes_each_model_right_after_its_pretraining(
         "finetune/bert__pseed0__sst2__lr0.001__ep1__seed0",
         "finetune/bert__pseed0__sst2__lr0.001__ep1__seed1",
     ]
-    assert keys[5] == "pretrain/tupe-a__seed0"
-    # The core variants' other seeds come after every seed-0 model;
-    # tupe-a (not core) gets only seed 0 by default.
-    assert keys[-4:] == [
+    assert keys[5] == "pretrain/tupe-r__seed0"
+    # The core variants' other seeds come before the other variants;
+    # tupe-a (not core, not in glue_variants) gets only seed 0 and no
+    # fine-tuning.
+    assert keys[8:] == [
         "pretrain/bert__seed1",
         "pretrain/bert__seed2",
         "pretrain/tupe-r__seed1",
         "pretrain/tupe-r__seed2",
+        "pretrain/tupe-a__seed0",
     ]
-    assert "pretrain/tupe-a__seed1" not in keys
+
+
+def test_fine_tuned_variants_default_to_the_core_four(tmp_path, tiny_data):
+    config = _config(
+        tmp_path, tiny_data, variants=["bert", "tupe-a", "diet-rel"]
+    )
+    tuned = {
+        run.variant
+        for run in compare.plan_runs(config)
+        if run.kind != "pretrain"
+    }
+    assert tuned == {compare.CONTROL, "bert", "diet-rel"}
 
 
 def test_a_missing_model_is_pretrained_again_for_its_finetuning(
@@ -225,11 +239,19 @@ def test_changed_settings_are_refused(tmp_path, tiny_data):
         compare.check_study_settings(
             _config(tmp_path, tiny_data, learning_rate=3e-3)
         )
+    # Fine-tuning results of another recipe would silently drop out of the
+    # GLUE table: refused too.
+    with pytest.raises(ValueError, match="glue_recipe"):
+        compare.check_study_settings(
+            _config(tmp_path, tiny_data, glue_jit_compile=False)
+        )
 
 
 def test_bad_compare_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="--variants"):
         compare.CompareConfig(variants=["tupe-x"]).validate()
+    with pytest.raises(ValueError, match="--glue_variants"):
+        compare.CompareConfig(glue_variants=["tupe-x"]).validate()
     with pytest.raises(ValueError, match="--glue_dir"):
         compare.CompareConfig(glue_dir=str(tmp_path / "missing")).validate()
     with pytest.raises(ValueError, match="--extrapolation_factors"):

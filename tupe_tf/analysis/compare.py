@@ -17,7 +17,7 @@ Example:
 
 >>> config = CompareConfig(seeds=(0,), other_seeds=(0,), glue_seeds=(0,))
 >>> [run.key for run in plan_runs(config)][:2]
-['pretrain/bert__seed0', 'pretrain/bert-r__seed0']
+['pretrain/bert__seed0', 'pretrain/tupe-r__seed0']
 """
 
 import dataclasses
@@ -113,7 +113,7 @@ class CompareConfig:
         element_type=int,
     )
     global_batch_size: int = setting(32, help="Pre-training batch.")
-    num_train_steps: int = setting(2000, help="Pre-training steps per run.")
+    num_train_steps: int = setting(1200, help="Pre-training steps per run.")
     learning_rate: float = setting(
         SMALL_PRETRAIN_LEARNING_RATE, help="Pre-training peak rate."
     )
@@ -141,6 +141,17 @@ class CompareConfig:
     )
     glue_seeds: Sequence[int] = setting(
         (0, 1, 2), help="Fine-tuning seeds.", element_type=int
+    )
+    glue_variants: Sequence[str] = setting(
+        CORE_VARIANTS,
+        help="Variants whose seed-0 model is fine-tuned (the control always "
+        "is); fine-tuning every variant triples the study's time.",
+        element_type=str,
+    )
+    glue_jit_compile: bool = setting(
+        True,
+        help="XLA-compile the fine-tuning step (1.5x faster on 2 CPU cores, "
+        "benchmarks/finetune_step.py).",
     )
     glue_epochs: int = setting(
         SMALL_FINETUNE_RECIPE["num_epochs"], help="Fine-tuning epochs."
@@ -196,6 +207,11 @@ class CompareConfig:
             "eval_interval": self.eval_interval,
             "eval_steps": self.eval_steps,
             "heldout_fraction": self.heldout_fraction,
+            # Epochs are part of a fine-tuning run's name; the rest of the
+            # recipe must be the same for every fine-tuning run.
+            "glue_recipe": {
+                k: v for k, v in self.glue_recipe().items() if k != "epochs"
+            },
         }
 
     def glue_recipe(self):
@@ -205,15 +221,21 @@ class CompareConfig:
             "seq_length": self.glue_seq_length,
             "batch_size": self.glue_batch_size,
             "max_train_examples": self.glue_max_train_examples,
+            "jit_compile": self.glue_jit_compile,
         }
 
     def validate(self):
         """Raises `ValueError` naming the flag of a bad setting."""
-        unknown = [name for name in self.variants if name not in VARIANTS]
-        if unknown:
-            raise ValueError(
-                f"--variants has unknown names {unknown}; valid: {list(VARIANTS)}"
-            )
+        for flag, names in (
+            ("--variants", self.variants),
+            ("--glue_variants", self.glue_variants),
+        ):
+            unknown = [name for name in names if name not in VARIANTS]
+            if unknown:
+                raise ValueError(
+                    f"{flag} has unknown names {unknown}; valid: "
+                    f"{list(VARIANTS)}"
+                )
         if not self.seeds:
             raise ValueError("--seeds must not be empty.")
         if not 1 <= self.eval_interval <= self.num_train_steps:
@@ -266,17 +288,20 @@ def _seeds_of(config, variant):
 def plan_runs(config):
     """Every run of the study, in the order it runs.
 
-    Models are not committed and a later session may run on another
-    machine, so each model is fine-tuned right after its pre-training:
-    first the control's fine-tuning, then per variant its seed-`seeds[0]`
-    pre-training and its fine-tuning runs, then the other seeds of the core
-    variants, then those of the remaining variants.
+    A study stopped part-way should already answer the main question, and
+    models are not committed (a later session may run on another machine),
+    so: first the control's fine-tuning; then per core variant its
+    seed-`seeds[0]` pre-training followed at once by its fine-tuning; then
+    the core variants' other seeds; then the remaining variants the same
+    way.
     """
     variants = list(config.variants)
     first = config.seeds[0]
 
     def finetunings(variant):
-        if config.glue_dir is None:
+        if config.glue_dir is None or (
+            variant != CONTROL and variant not in config.glue_variants
+        ):
             return []
         return [
             Run("finetune", variant, seed, task, float(lr), first, epochs)
@@ -287,17 +312,17 @@ def plan_runs(config):
         ]
 
     runs = finetunings(CONTROL)
-    for variant in variants:
-        runs.append(Run("pretrain", variant, first))
-        runs.extend(finetunings(variant))
     for core in (True, False):
-        for variant in variants:
-            if (variant in CORE_VARIANTS) == core:
-                runs.extend(
-                    Run("pretrain", variant, seed)
-                    for seed in _seeds_of(config, variant)
-                    if seed != first
-                )
+        group = [v for v in variants if (v in CORE_VARIANTS) == core]
+        for variant in group:
+            runs.append(Run("pretrain", variant, first))
+            runs.extend(finetunings(variant))
+        for variant in group:
+            runs.extend(
+                Run("pretrain", variant, seed)
+                for seed in _seeds_of(config, variant)
+                if seed != first
+            )
     seen, ordered = set(), []
     for run in runs:
         if run.key not in seen:
@@ -529,6 +554,7 @@ def run_finetune(config, run, data):
             num_epochs=config.glue_epochs,
             max_train_examples=config.glue_max_train_examples,
             verbose=0,
+            runtime=training.RuntimeConfig(jit_compile=config.glue_jit_compile),
         )
     )
     primary = results["primary_metric"]
