@@ -356,3 +356,26 @@ def test_float32_model_copies_mixed_precision_weights(
         pretrain_config(tmp_path, shards, vocab_file), None, [], [], 50
     )
     assert pretrain.float32_model(model, float32_run) is model
+
+
+def test_compile_masked_lm_without_a_rate_uses_the_size_default():
+    # A library caller (benchmarks/train_throughput.py) compiles without
+    # going through run_pretraining: the default rate must still apply.
+    from tupe_tf.training import config as config_lib
+    from tupe_tf.training import pretrain
+
+    config = config_lib.PretrainConfig(
+        seq_length=16,
+        global_batch_size=2,
+        num_train_steps=100,
+        model=config_lib.ModelConfig(
+            num_layers=1, num_heads=2, hidden_dim=32, intermediate_dim=64
+        ),
+        optimizer=config_lib.OptimizerConfig(warmup_ratio=0.0),
+    )
+    assert config.optimizer.learning_rate is None
+    model = pretrain.compile_masked_lm(
+        pretrain.build_masked_lm(config, 50), config
+    )
+    # No warm-up: the rate at step 0 is the peak.
+    assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)

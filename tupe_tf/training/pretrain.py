@@ -220,9 +220,13 @@ def _dummy_batch(config, batch_size=1):
 
 
 def compile_masked_lm(model, config):
-    """Builds the model's variables and compiles it for pre-training."""
+    """Builds the model's variables and compiles it for pre-training.
+
+    Without `config.optimizer.learning_rate`, the model size's default
+    peak rate (`resolve_learning_rate`).
+    """
     model(_dummy_batch(config), training=False)
-    opt = config.optimizer
+    opt = resolve_learning_rate(config).optimizer
     optimizer = create_optimizer(
         model,
         num_train_steps=config.num_train_steps,
