@@ -860,7 +860,10 @@ def render_tables(config, pretrain, finetune, order):
     ref = summary.get(REFERENCE)
     lines.append(
         "Pre-training: median [min, max] over seeds; `vs bert`: "
-        '"no difference" where the min-max intervals overlap.\n'
+        '"no difference" where the min-max intervals overlap. The '
+        "validation loss is Keras's: summed over masked tokens, divided by "
+        "all prediction slots (empty slots count as zero), so it is below "
+        "the per-token held-out loss of the next table.\n"
     )
     header = [
         "variant",
