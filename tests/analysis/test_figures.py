@@ -80,3 +80,33 @@ def test_attention_ranks_figure_draws_the_ranks():
     finally:
         plt.close(fig)
     assert heights == [[3, 4], [7, 8], [1, 2], [5, 6]]
+
+
+def test_glue_chart_draws_the_medians_and_the_control(tmp_path):
+    from tupe_tf.analysis import study_figures
+
+    def row(median, low, high):
+        return {
+            "metric": "accuracy",
+            "learning_rate": 1e-3,
+            "score": {"median": median, "low": low, "high": high},
+        }
+
+    glue = {
+        "sst2": {
+            "no-pretraining": row(0.784, 0.774, 0.793),
+            "bert": row(0.79, 0.785, 0.80),
+            "tupe-r": row(0.81, 0.80, 0.82),
+        }
+    }
+    figure = study_figures.draw_glue(glue)
+    ax = figure.axes[0]
+    points = [line for line in ax.lines if line.get_marker() == "o"]
+    np.testing.assert_allclose(points[0].get_ydata(), [0.79, 0.81])
+    control = [line for line in ax.lines if line.get_label().startswith("no")]
+    np.testing.assert_allclose(control[0].get_ydata(), [0.784, 0.784])
+    # Points, not bars: the axis zooms to the scores instead of starting at 0.
+    assert ax.get_ylim()[0] > 0.7
+    plt.close(figure)
+    path = study_figures.plot_glue(glue, str(tmp_path / "glue.png"))
+    assert matplotlib.image.imread(path).shape[0] > 100
