@@ -4,11 +4,13 @@ Exports each encoder with `tupe_tf.export.export_hub_encoder` (position bias
 folded at --seq_length, and unfolded for comparison), loads every SavedModel
 into this one process with `tf.saved_model.load`, and times the `serve`
 endpoint on random token ids, interleaving the models in every repeat so that
-load from other processes affects them alike. Reports medians and the ratio
-to exported `bert` of the same dimensions (BERT-small by default).
+load from other processes affects them alike. The timing is split into
+`--rounds` rounds; each round gives every model's median and its ratio to
+exported `bert` of the same dimensions (BERT-small by default), and the
+report is the median ratio over rounds with its [min, max].
 
 Example:
-  python benchmarks/export_latency.py --repeats=30
+  python benchmarks/export_latency.py --rounds=9 --repeats=5
 """
 
 import os
@@ -38,8 +40,13 @@ _SEQ_LENGTH = flags.DEFINE_integer(
 _BATCH_SIZES = flags.DEFINE_list(
     "batch_sizes", ["1", "32"], "Batch sizes to time."
 )
+_ROUNDS = flags.DEFINE_integer(
+    "rounds", 9, "Rounds; each gives one latency ratio per model."
+)
 _REPEATS = flags.DEFINE_integer(
-    "repeats", 30, "Timed calls per model and batch size (batch 1 uses 4x)."
+    "repeats",
+    5,
+    "Timed calls per model, batch size and round (batch 1 uses 4x).",
 )
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed calls per model first.")
 _ENCODINGS = flags.DEFINE_list(
@@ -49,6 +56,9 @@ _ENCODINGS = flags.DEFINE_list(
 )
 flags.register_validator(
     "repeats", lambda v: v >= 3, message="--repeats must be >= 3."
+)
+flags.register_validator(
+    "rounds", lambda v: v >= 1, message="--rounds must be >= 1."
 )
 flags.register_validator(
     "batch_sizes",
@@ -121,10 +131,17 @@ def _time_models(models, batch_size, repeats):
     return times
 
 
-def _quartile_spread(times):
-    """Interquartile range over median: the run-to-run noise of one model."""
-    q1, _, q3 = statistics.quantiles(times, n=4)
-    return (q3 - q1) / statistics.median(times)
+def _round_ratios(models, batch_size, repeats, rounds):
+    """Per round, each model's median latency over bert's, minus one."""
+    ratios = {name: [] for name in models}
+    bert_medians = []
+    for _ in range(rounds):
+        times = _time_models(models, batch_size, repeats)
+        medians = {n: statistics.median(t) for n, t in times.items()}
+        bert_medians.append(medians["bert"])
+        for name, median in medians.items():
+            ratios[name].append(median / medians["bert"] - 1)
+    return ratios, bert_medians
 
 
 def main(argv):
@@ -140,43 +157,51 @@ def main(argv):
         models = {
             name: tf.saved_model.load(path) for name, path in paths.items()
         }
-        medians, noise = {}, {}
+        summaries = {}
         for batch_size in (int(b) for b in _BATCH_SIZES.value):
             repeats = _REPEATS.value * (4 if batch_size == 1 else 1)
-            times = _time_models(models, batch_size, repeats)
-            medians[batch_size] = {
-                n: statistics.median(t) for n, t in times.items()
-            }
-            noise[batch_size] = _quartile_spread(times["bert"])
+            summaries[batch_size] = _round_ratios(
+                models, batch_size, repeats, _ROUNDS.value
+            )
             print(
-                f"timed batch {batch_size} ({repeats} interleaved repeats)",
+                f"timed batch {batch_size} ({_ROUNDS.value} rounds of "
+                f"{repeats} interleaved repeats)",
                 flush=True,
             )
 
     print()
     print(
-        f"Exported hub_encoder latency, median ms per call, seq "
-        f"{_SEQ_LENGTH.value}, {_NUM_LAYERS.value} layers, hidden "
-        f"{_HIDDEN_DIM.value}, {_NUM_HEADS.value} heads, intermediate "
+        f"Exported hub_encoder latency vs exported bert, median over "
+        f"{_ROUNDS.value} rounds [min, max] of each round's ratio of median "
+        f"latencies; seq {_SEQ_LENGTH.value}, {_NUM_LAYERS.value} layers, "
+        f"hidden {_HIDDEN_DIM.value}, {_NUM_HEADS.value} heads, intermediate "
         f"{_INTERMEDIATE_DIM.value}; tf {tf.__version__}, "
-        f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+        f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M %Z')}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
-    batch_sizes = list(medians)
-    header = f"| {'model':<20} |" + "".join(
-        f" {f'batch {b} ms':>11} | vs bert |" for b in batch_sizes
+    batch_sizes = list(summaries)
+    print(
+        f"| {'model':<20} |"
+        + "".join(f" batch {b}: vs bert [min, max] |" for b in batch_sizes)
     )
-    print(header)
-    print("|" + "-" * 22 + "|" + "-------------|---------|" * len(batch_sizes))
+    print("|" + "-" * 22 + "|" + "---:|" * len(batch_sizes))
     for name in paths:
+        if name == "bert":
+            continue
         row = f"| {name:<20} |"
         for b in batch_sizes:
-            ratio = medians[b][name] / medians[b]["bert"] - 1
-            row += f" {medians[b][name] * 1e3:11.2f} | {ratio:+7.1%} |"
+            ratios = sorted(summaries[b][0][name])
+            row += (
+                f" {statistics.median(ratios):+.1%} "
+                f"[{ratios[0]:+.1%}, {ratios[-1]:+.1%}] |"
+            )
         print(row)
-    print(
-        "Noise (bert's interquartile range / median): "
-        + ", ".join(f"batch {b}: {noise[b]:.1%}" for b in batch_sizes)
-    )
+    for b in batch_sizes:
+        bert_ms = sorted(1e3 * m for m in summaries[b][1])
+        print(
+            f"bert batch {b}: median {statistics.median(bert_ms):.2f} ms per "
+            f"call, round medians {bert_ms[0]:.2f}-{bert_ms[-1]:.2f} ms"
+        )
     print()
     print(f"Command: {command}")
 

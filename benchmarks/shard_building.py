@@ -28,7 +28,8 @@ the largest single process among the launcher and its workers, not their sum.
 Usage:
   python benchmarks/shard_building.py [--copies=11] [--work_dir=/tmp/tupe_bench_shards]
       [--skip_model_garden] [--skip_doubled]
-  python benchmarks/shard_building.py --scale_gb=1 [--beam_python=/work/venv-beam/bin/python]
+  python benchmarks/shard_building.py --scale_gb=1 [--rounds=9]
+      [--beam_python=/work/venv-beam/bin/python]
 """
 
 import argparse
@@ -37,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -110,6 +112,13 @@ def main():
         type=float,
         default=0,
         help="run only the scale point on a generated corpus of this size",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=9,
+        help="scale point: interleaved rounds of both engines (order "
+        "alternates per round); the ratio is reported per round",
     )
     parser.add_argument(
         "--beam_python",
@@ -356,16 +365,23 @@ def scale_point(args, vocab_file):
         ],
     }
     load_before = os.getloadavg()
-    rows = []
-    for name, command in plan.items():
-        print(f"running {name} ...", flush=True)
-        log_path = os.path.join(
-            args.work_dir, "scale_" + name.split()[0].lower() + ".log"
-        )
-        result = measure(command, log_path)
-        summary = _last_json(log_path)
-        rows.append((name, result, summary, command))
-        print(json.dumps({"tool": name, **result}), flush=True)
+    rows = []  # (round, engine, result, summary)
+    names = list(plan)
+    for round_index in range(args.rounds):
+        # Alternate the order so that neither engine always runs second.
+        order = names if round_index % 2 == 0 else names[::-1]
+        for name in order:
+            print(f"round {round_index}: running {name} ...", flush=True)
+            log_path = os.path.join(
+                args.work_dir, "scale_" + name.split()[0].lower() + ".log"
+            )
+            result = measure(plan[name], log_path)
+            summary = _last_json(log_path)
+            rows.append((round_index, name, result, summary))
+            print(
+                json.dumps({"round": round_index, "tool": name, **result}),
+                flush=True,
+            )
     print(
         f"Scale point, {datetime.date.today()}, {os.cpu_count()} cores, "
         f"generated corpus {corpus_mb:.0f} MB "
@@ -373,21 +389,46 @@ def scale_point(args, vocab_file):
         "space-separated words), load average before/after: "
         f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}"
     )
-    print("| engine | wall s | CPU s | MB/s (wall) | peak RSS MB | examples |")
-    print("|---|---|---|---|---|---|")
-    for name, r, summary, _ in rows:
+    print(
+        "| round | engine | wall s | CPU s | MB/s (wall) | peak RSS MB "
+        "| examples |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for round_index, name, r, summary in rows:
         print(
-            f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+            f"| {round_index} | {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
             f"{corpus_mb / r['wall_s']:.2f} | {r['peak_rss_mb']:.0f} | "
             f"{summary['examples']} |"
         )
-    single, beam = rows[0][1], rows[1][1]
     print(
-        f"Beam (2 local workers) / single process throughput: "
-        f"{single['wall_s'] / beam['wall_s']:.2f}x (wall)"
+        "| engine | median wall s [min, max] | median MB/s | max peak RSS MB |"
+    )
+    print("|---|---|---|---|")
+    for name in names:
+        walls = sorted(r["wall_s"] for _, n, r, _ in rows if n == name)
+        rss = max(r["peak_rss_mb"] for _, n, r, _ in rows if n == name)
+        median = statistics.median(walls)
+        print(
+            f"| {name} | {median:.1f} [{walls[0]:.1f}, {walls[-1]:.1f}] | "
+            f"{corpus_mb / median:.2f} | {rss:.0f} |"
+        )
+    by_round = {(i, n): r for i, n, r, _ in rows}
+    ratios = sorted(
+        by_round[(i, names[0])]["wall_s"] / by_round[(i, names[1])]["wall_s"]
+        for i in range(args.rounds)
+    )
+    print(
+        "Beam (2 local workers) / single process throughput per round "
+        f"(wall): {' '.join(f'{x:.2f}' for x in ratios)}; median "
+        f"{statistics.median(ratios):.2f}x [{ratios[0]:.2f}, {ratios[-1]:.2f}] "
+        f"over {args.rounds} rounds"
+    )
+    print(
+        "Reproduce: python benchmarks/shard_building.py "
+        + " ".join(sys.argv[1:])
     )
     print("Commands run:")
-    for _, _, _, command in rows:
+    for command in plan.values():
         print("  " + " ".join(command))
 
 
