@@ -11,11 +11,17 @@ report is the median ratio over rounds with its [min, max].
 
 Example:
   python benchmarks/export_latency.py --rounds=9 --repeats=5
+  # This checkout against an older commit, both timed in this process:
+  git worktree add /tmp/baseline <commit>
+  python benchmarks/export_latency.py --baseline_tree=/tmp/baseline \
+      --position_encodings=tupe-r,diet-rel --repeats=3
 """
 
+import json
 import os
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +60,12 @@ _ENCODINGS = flags.DEFINE_list(
     ["tupe-r", "diet-abs", "diet-rel", "rope", "alibi"],
     "Encodings compared with `bert`.",
 )
+_BASELINE_TREE = flags.DEFINE_string(
+    "baseline_tree",
+    None,
+    "A checkout of another commit (e.g. `git worktree add /tmp/old <commit>`):"
+    " its exports are timed beside this checkout's, as rows 'baseline/...'.",
+)
 flags.register_validator(
     "repeats", lambda v: v >= 3, message="--repeats must be >= 3."
 )
@@ -67,39 +79,60 @@ flags.register_validator(
 )
 
 
-def _export_all(export_root):
-    import keras
+_EXPORT_SCRIPT = r"""
+import json, os, sys
+import keras
+import tupe_tf
+from tupe_tf.export import export_hub_encoder
+dims, seq_length, variants, export_root = json.loads(sys.argv[1])
+for encoding, fold, name in variants:
+    keras.utils.set_random_seed(0)
+    backbone = tupe_tf.TupeBackbone(position_encoding=encoding, **dims)
+    export_hub_encoder(
+        backbone,
+        os.path.join(export_root, name.replace(" ", "_").replace("/", "_")),
+        seq_length=seq_length,
+        fold_positional_bias=fold,
+    )
+"""
 
-    import tupe_tf
-    from tupe_tf.export import export_hub_encoder
 
-    variants = [("bert", True)]
+def _export_all(export_root, tree=None, prefix=""):
+    """Exports bert and each encoding (folded, unfolded) with one tree's code.
+
+    The export runs in a child process whose `tupe_tf` comes from `tree`
+    (default: this checkout), so that exports of two commits can be timed
+    side by side in this process; the SavedModels need no `tupe_tf` to load.
+    """
+    tree = tree or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    variants = [("bert", True, prefix + "bert")]
     for encoding in _ENCODINGS.value:
-        variants += [(encoding, True), (encoding, False)]
+        variants += [
+            (encoding, True, prefix + encoding),
+            (encoding, False, f"{prefix}{encoding} unfolded"),
+        ]
+    dims = dict(
+        vocabulary_size=_VOCABULARY_SIZE.value,
+        num_layers=_NUM_LAYERS.value,
+        num_heads=_NUM_HEADS.value,
+        hidden_dim=_HIDDEN_DIM.value,
+        intermediate_dim=_INTERMEDIATE_DIM.value,
+        max_sequence_length=max(512, _SEQ_LENGTH.value),
+    )
+    argument = json.dumps([dims, _SEQ_LENGTH.value, variants, export_root])
+    env = dict(os.environ, PYTHONPATH=tree)
+    subprocess.run(
+        [sys.executable, "-c", _EXPORT_SCRIPT, argument],
+        cwd=tree,
+        env=env,
+        check=True,
+    )
     paths = {}
-    for encoding, fold in variants:
-        keras.utils.set_random_seed(0)
-        backbone = tupe_tf.TupeBackbone(
-            vocabulary_size=_VOCABULARY_SIZE.value,
-            num_layers=_NUM_LAYERS.value,
-            num_heads=_NUM_HEADS.value,
-            hidden_dim=_HIDDEN_DIM.value,
-            intermediate_dim=_INTERMEDIATE_DIM.value,
-            max_sequence_length=max(512, _SEQ_LENGTH.value),
-            position_encoding=encoding,
+    for _, _, name in variants:
+        paths[name] = os.path.join(
+            export_root, name.replace(" ", "_").replace("/", "_")
         )
-        name = (
-            encoding if fold or encoding == "bert" else f"{encoding} unfolded"
-        )
-        path = os.path.join(export_root, name.replace(" ", "_"))
-        export_hub_encoder(
-            backbone,
-            path,
-            seq_length=_SEQ_LENGTH.value,
-            fold_positional_bias=fold,
-        )
-        paths[name] = path
-        print(f"exported {name}", flush=True)
+        print(f"exported {name} ({tree})", flush=True)
     return paths
 
 
@@ -154,6 +187,10 @@ def main(argv):
     command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
     with tempfile.TemporaryDirectory() as export_root:
         paths = _export_all(export_root)
+        if _BASELINE_TREE.value:
+            paths.update(
+                _export_all(export_root, _BASELINE_TREE.value, "baseline/")
+            )
         models = {
             name: tf.saved_model.load(path) for name, path in paths.items()
         }
