@@ -80,19 +80,16 @@ flags.register_validator(
 
 
 _EXPORT_SCRIPT = r"""
-import json, os, sys
+import json, sys
 import keras
 import tupe_tf
 from tupe_tf.export import export_hub_encoder
-dims, seq_length, variants, export_root = json.loads(sys.argv[1])
-for encoding, fold, name in variants:
+dims, seq_length, exports = json.loads(sys.argv[1])
+for encoding, fold, path in exports:
     keras.utils.set_random_seed(0)
     backbone = tupe_tf.TupeBackbone(position_encoding=encoding, **dims)
     export_hub_encoder(
-        backbone,
-        os.path.join(export_root, name.replace(" ", "_").replace("/", "_")),
-        seq_length=seq_length,
-        fold_positional_bias=fold,
+        backbone, path, seq_length=seq_length, fold_positional_bias=fold
     )
 """
 
@@ -119,19 +116,27 @@ def _export_all(export_root, tree=None, prefix=""):
         intermediate_dim=_INTERMEDIATE_DIM.value,
         max_sequence_length=max(512, _SEQ_LENGTH.value),
     )
-    argument = json.dumps([dims, _SEQ_LENGTH.value, variants, export_root])
-    env = dict(os.environ, PYTHONPATH=tree)
-    subprocess.run(
-        [sys.executable, "-c", _EXPORT_SCRIPT, argument],
-        cwd=tree,
-        env=env,
-        check=True,
-    )
-    paths = {}
-    for _, _, name in variants:
-        paths[name] = os.path.join(
+    paths = {
+        name: os.path.join(
             export_root, name.replace(" ", "_").replace("/", "_")
         )
+        for _, _, name in variants
+    }
+    exports = [
+        (encoding, fold, paths[name]) for encoding, fold, name in variants
+    ]
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _EXPORT_SCRIPT,
+            json.dumps([dims, _SEQ_LENGTH.value, exports]),
+        ],
+        cwd=tree,
+        env=dict(os.environ, PYTHONPATH=tree),
+        check=True,
+    )
+    for name in paths:
         print(f"exported {name} ({tree})", flush=True)
     return paths
 
