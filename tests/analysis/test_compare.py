@@ -243,7 +243,7 @@ def test_changed_settings_are_refused(tmp_path, tiny_data):
     # GLUE table: refused too.
     with pytest.raises(ValueError, match="glue_recipe"):
         compare.check_study_settings(
-            _config(tmp_path, tiny_data, glue_jit_compile=False)
+            _config(tmp_path, tiny_data, jit_compile=False)
         )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from data_pipeline import dataset_options
 from data_pipeline import fileio
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
@@ -79,8 +80,9 @@ def _features(
         dataset = dataset.shuffle(
             len(split), seed=seed, reshuffle_each_iteration=True
         )
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(
-        tf.data.AUTOTUNE
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    return dataset_options.without_autotuning(
+        dataset.prefetch(tf.data.AUTOTUNE)
     )
 
 
