@@ -76,6 +76,23 @@ def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
     np.testing.assert_array_equal(labels.numpy(), split.labels)
 
 
+def test_features_run_without_autotuning(tiny_preset, pair_glue_dir):
+    # tf.data's autotuning model put whole fine-tuning runs at 205 ms per
+    # step (docs/benchmarks.md); the fine-tuning input keeps it off.
+    import tupe_tf
+    from data_pipeline import glue
+
+    split = glue.load_glue(
+        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4
+    )
+    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
+        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=32
+    )
+    dataset = _features(split, preprocessor, 2, True, 0)
+    assert dataset.options().autotune.enabled is False
+    assert sum(1 for _ in dataset) == 2
+
+
 @pytest.fixture(scope="module")
 def sentiment_glue_dir(tmp_path_factory):
     """A learnable SST-2-layout task: the label is the adjective's polarity."""
