@@ -14,9 +14,17 @@ Quality on held-out text (WikiText-2 valid under ../shared/data when present):
 word pieces per word and the `[UNK]` rate of TF-Text's `FastBertTokenizer`
 with each learner's 8k vocabulary from the smallest corpus.
 
+A 9-round TF-Text comparison at 32 MB takes hours on 2 cores, so it can be
+spread over several sittings: with `--runs_log=FILE`, every finished run is
+appended to FILE as one JSON line, and a rerun with the same FILE skips the
+(size, learner, round) runs already in it (for the same generated corpus).
+Ratios are reported per round (TF-Text / tokenizers, both measured back to
+back in that round), as median [min, max] over the rounds both learners ran.
+
 Usage (from the checkout, with PYTHONPATH=$PWD):
   python benchmarks/vocab_learning.py [--sizes_mb=32,128] [--rounds=9]
       [--tf_text_rounds=3] [--work_dir=/tmp/tupe_bench_vocab]
+      [--runs_log=benchmarks/results/vocab_learning_runs.jsonl]
 """
 
 import argparse
@@ -141,6 +149,34 @@ def held_out_quality(vocab_path, text_path, lowercase=True):
     }
 
 
+def load_runs_log(path):
+    """{(size_mb, learner, round): run} from a `--runs_log` file."""
+    done = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    run = json.loads(line)
+                    done[(run["size_mb"], run["learner"], run["round"])] = run
+    return done
+
+
+def per_round_ratios(runs, key):
+    """TF-Text / tokenizers `key` per round both ran: median, min, max."""
+    fast = {r["round"]: r[key] for r in runs["tokenizers"]}
+    ratios = sorted(
+        r[key] / fast[r["round"]] for r in runs["tf_text"] if r["round"] in fast
+    )
+    if not ratios:
+        return None
+    return {
+        "rounds": len(ratios),
+        "median": round(statistics.median(ratios), 2),
+        "min": round(ratios[0], 2),
+        "max": round(ratios[-1], 2),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes_mb", default="32,128")
@@ -157,7 +193,14 @@ def main():
     parser.add_argument("--vocab_size", type=int, default=8192)
     parser.add_argument("--work_dir", default="/tmp/tupe_bench_vocab")
     parser.add_argument("--output_json", default=None)
+    parser.add_argument(
+        "--runs_log",
+        default=None,
+        help="JSON-lines file of finished runs: appended to, and runs "
+        "already in it are skipped.",
+    )
     args = parser.parse_args()
+    done = load_runs_log(args.runs_log)
     sizes = [int(s) for s in args.sizes_mb.split(",")]
     tf_rounds = [int(s) for s in args.tf_text_rounds.split(",")]
     tf_rounds += [tf_rounds[-1]] * (len(sizes) - len(tf_rounds))
@@ -174,29 +217,40 @@ def main():
                 limit = n_fast if learner == "tokenizers" else n_tf
                 if r >= limit:
                     continue
+                previous = done.get((size, learner, r))
+                if previous is not None and previous["corpus"] == meta:
+                    runs[learner].append(previous)
+                    continue
                 vocab_path = os.path.join(
                     args.work_dir, f"vocab-{size}mb-{learner}.txt"
                 )
+                load_before = os.getloadavg()[0]
                 run = run_learner(
                     learner, corpus_path, vocab_path, args.vocab_size
                 )
-                run["load"] = os.getloadavg()[0]
-                runs[learner].append(run)
-                print(
-                    json.dumps(
-                        {
-                            "size_mb": size,
-                            "learner": learner,
-                            "round": r,
-                            "wall_s": run["wall_s"],
-                            "cpu_s": run["cpu_s"],
-                            "peak_rss_mb": run["peak_rss_mb"],
-                            "vocab_size": run["result"]["vocab_size"],
-                            "load": run["load"],
-                        }
+                run = {
+                    "size_mb": size,
+                    "learner": learner,
+                    "round": r,
+                    "wall_s": run["wall_s"],
+                    "cpu_s": run["cpu_s"],
+                    "peak_rss_mb": run["peak_rss_mb"],
+                    "vocab_size": run["result"]["vocab_size"],
+                    "load_before": load_before,
+                    "load": os.getloadavg()[0],
+                    "finished": time.strftime(
+                        "%Y-%m-%d %H:%M:%S UTC", time.gmtime()
                     ),
-                    flush=True,
-                )
+                    "corpus": meta,
+                }
+                runs[learner].append(run)
+                line = json.dumps(run)
+                print(line, flush=True)
+                if args.runs_log:
+                    with open(args.runs_log, "a") as f:
+                        f.write(line + "\n")
+                        f.flush()
+                        os.fsync(f.fileno())
         mb = os.path.getsize(corpus_path) / (1 << 20)
         summary = {"corpus_mb": round(mb, 1), **meta}
         for learner, learner_runs in runs.items():
@@ -214,6 +268,10 @@ def main():
                 "mb_per_cpu_s": round(mb / statistics.median(cpus), 2),
                 "max_peak_rss_mb": max(r["peak_rss_mb"] for r in learner_runs),
             }
+        for key in ("wall_s", "cpu_s"):
+            ratios = per_round_ratios(runs, key)
+            if ratios:
+                summary[f"per_round_{key[:-2]}_ratio"] = ratios
         if runs["tokenizers"] and runs["tf_text"]:
             summary["throughput_ratio"] = round(
                 summary["tf_text"]["median_wall_s"]
