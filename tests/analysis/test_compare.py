@@ -270,6 +270,14 @@ def test_stats_say_no_difference_when_intervals_overlap():
     assert study_stats.compare_to(a, b, True) == "no difference"
     assert study_stats.compare_to(c, b, True) == "better"
     assert study_stats.compare_to(b, c, True) == "worse"
+    # One seed has no interval: no "better" or "worse", only which is lower.
+    one = study_stats.spread([5.0])
+    assert (
+        study_stats.compare_to(one, b, True) == "lower (1 seed: no conclusion)"
+    )
+    assert study_stats.compare_to(b, one, True) == (
+        "higher (1 seed: no conclusion)"
+    )
     assert study_stats.step_spread([100, None, 300], 400)["text"] == (
         "300 [100, >400]"
     )

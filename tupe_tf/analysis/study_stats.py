@@ -44,18 +44,20 @@ def overlaps(a, b):
 def compare_to(a, reference, lower_is_better):
     """`better`, `worse` or `no difference` of `a` against `reference`.
 
-    Intervals are min-max over seeds; with one seed on either side there
-    is no interval, so the word is suffixed with "(1 seed: no interval)".
+    Intervals are min-max over seeds; "no difference" where they overlap (a
+    single seed's value is a point). Otherwise, with one seed on either side
+    there is no spread to judge against, so no conclusion: the result only
+    says which value is lower, e.g. "lower (1 seed: no conclusion)".
     """
     if a["median"] is None or reference["median"] is None:
         return "n/a"
     if overlaps(a, reference):
         return "no difference"
-    better = (a["median"] < reference["median"]) == lower_is_better
-    word = "better" if better else "worse"
     if min(a["n"], reference["n"]) < 2:
-        word += " (1 seed: no interval)"
-    return word
+        side = "lower" if a["median"] < reference["median"] else "higher"
+        return f"{side} (1 seed: no conclusion)"
+    better = (a["median"] < reference["median"]) == lower_is_better
+    return "better" if better else "worse"
 
 
 def first_step_at_or_below(steps, losses, target):
