@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tupe_tf  # noqa: E402
+from data_pipeline import dataset_options  # noqa: E402
 
 MODES = ("autotune", "noprefetch", "noautotune", "tensors")
 
@@ -51,9 +52,7 @@ def main(preset, mode, batch=32, length=64, steps=100):
     if mode == "autotune":
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
     elif mode == "noautotune":
-        options = tf.data.Options()
-        options.autotune.enabled = False
-        dataset = dataset.prefetch(2).with_options(options)
+        dataset = dataset_options.without_autotuning(dataset.prefetch(2))
     backbone = tupe_tf.TupeBackbone.from_preset(preset)
     model = tupe_tf.TupeTextClassifier(
         backbone, num_classes=2, preprocessor=None

@@ -1,7 +1,7 @@
 """`tf.data` options shared by the package's input pipelines."""
 
 
-def without_autotuning(dataset, deterministic=None):
+def without_autotuning(dataset):
     """Returns `dataset` with tf.data's autotuning model switched off.
 
     Two costs of the autotuning model measured on a 2-core CPU (TF 2.21):
@@ -14,7 +14,6 @@ def without_autotuning(dataset, deterministic=None):
 
     Args:
       dataset: a `tf.data.Dataset`.
-      deterministic: if not None, also sets `options.deterministic`.
 
     Returns:
       The dataset with the options applied.
@@ -30,6 +29,4 @@ def without_autotuning(dataset, deterministic=None):
 
     options = tf.data.Options()
     options.autotune.enabled = False
-    if deterministic is not None:
-        options.deterministic = deterministic
     return dataset.with_options(options)

@@ -149,7 +149,7 @@ class CompareConfig:
         CORE_VARIANTS,
         help="Variants whose seed-0 model is fine-tuned (the control always "
         "is); each added variant adds len(glue_tasks) x len(glue_seeds) "
-        "fine-tuning runs (about 3 min each on 2 CPU cores).",
+        "fine-tuning runs (104-149 s each on 2 CPU cores, docs/results.md).",
         element_type=str,
     )
     jit_compile: bool = setting(

@@ -42,7 +42,7 @@ def overlaps(a, b):
 
 
 def compare_to(a, reference, lower_is_better):
-    """`better`, `worse` or `no difference` of `a` against `reference`.
+    """`better`, `worse`, `no difference` or, on one seed, `lower`/`higher`.
 
     Intervals are min-max over seeds; "no difference" where they overlap (a
     single seed's value is a point). Otherwise, with one seed on either side
