@@ -355,12 +355,16 @@ def text_line_batches(
 
 
 class GeneratorErrors:
-    """Re-raises what a `tf.data.Dataset.from_generator` generator raised.
+    """Raises what a `tf.data.Dataset.from_generator` generator raised.
 
-    TensorFlow turns an exception raised inside the generator into an
-    `OpError` whose message holds the Python traceback. `wrap` remembers
-    the exception; `reraise`, around the code that iterates the dataset,
-    raises the original exception instead of TensorFlow's.
+    An exception raised inside the generator would reach the caller as an
+    `OpError`, after TensorFlow logged the Python traceback, and could leave a
+    `tf.data` thread inside the generator's `py_func` when the process exits
+    (the interpreter's exit then waits for it). So `wrap` remembers the
+    exception and ends the dataset cleanly instead; `reraise`, around the
+    code that iterates the dataset, raises the original exception when that
+    code ends. Iterate the dataset only inside `reraise`: outside it, a
+    failed read looks like the end of the data.
 
     Example:
     >>> errors = GeneratorErrors()  # doctest: +SKIP
@@ -373,27 +377,28 @@ class GeneratorErrors:
         self.error = None
 
     def wrap(self, generator_fn):
-        """`generator_fn`, remembering the exception it raises."""
+        """`generator_fn`, remembering its exception and ending there."""
 
         def generate():
             try:
                 yield from generator_fn()
             except Exception as e:  # pylint: disable=broad-except
                 self.error = e
-                raise
 
         return generate
 
     @contextlib.contextmanager
     def reraise(self):
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
+        """Raises the generator's exception when the block ends, whether
+        the block ran to its end or failed on the data's early end."""
         try:
             yield
-        except tf.errors.OpError:
+        except Exception:
             if self.error is not None:
                 raise self.error from None
             raise
+        if self.error is not None:
+            raise self.error
 
 
 # ---------------------------------------------------------------------------

@@ -18,6 +18,9 @@ from tests.data_pipeline.test_scripts import ROOT
 from tests.data_pipeline.test_scripts import _run
 
 USAGE = 2
+# TensorFlow's logs as a user sees them by default: what TensorFlow logs
+# before the `ERROR:` line (e.g. a Python traceback) fails `error_line`.
+TF_LOG_LEVEL = "0"
 
 
 # TensorFlow's C++ start-up log, printed whatever TF_CPP_MIN_LOG_LEVEL says.
@@ -81,7 +84,7 @@ def _shards(files, tmp_path, *flags, **replace):
     }
     settings.update(replace)
     args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
-    return _run("build_shards.py", *args, *flags)
+    return _run("build_shards.py", *args, *flags, tf_log_level=TF_LOG_LEVEL)
 
 
 def _vocab(files, tmp_path, *flags, **replace):
@@ -92,7 +95,7 @@ def _vocab(files, tmp_path, *flags, **replace):
     }
     settings.update(replace)
     args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
-    return _run("build_vocab.py", *args, *flags)
+    return _run("build_vocab.py", *args, *flags, tf_log_level=TF_LOG_LEVEL)
 
 
 # Refused before TensorFlow is imported: (flags, start of the error).
@@ -297,6 +300,11 @@ def test_existing_output_dir_needs_overwrite(tmp_path, files):
         (
             "undecodable file",
             {"input": "{junk}"},
+            "ERROR: Input file {junk} is not UTF-8 text: 200 of its 200",
+        ),
+        (
+            "undecodable file, TF-Text learner",
+            {"input": "{junk}", "learner": "tf_text"},
             "ERROR: Input file {junk} is not UTF-8 text: 200 of its 200",
         ),
         (

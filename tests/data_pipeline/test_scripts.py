@@ -12,10 +12,12 @@ ROOT = os.path.dirname(
 )
 
 
-def _run(script, *flags):
+def _run(script, *flags, tf_log_level="3"):
     # The scripts import the checkout under test, not the installed package.
     pythonpath = ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=pythonpath)
+    env = dict(
+        os.environ, TF_CPP_MIN_LOG_LEVEL=tf_log_level, PYTHONPATH=pythonpath
+    )
     return subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", script), *flags],
         capture_output=True,

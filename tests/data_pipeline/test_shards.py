@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from data_pipeline import corpus as corpus_lib
 from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import shards
@@ -450,3 +451,27 @@ def test_embedded_corpus_is_the_default(tmp_path, monkeypatch):
         )
     )
     assert manifest["sources"][0]["path"] == str(small)
+
+
+def test_a_read_error_comes_out_after_the_batches_before_it(vocab_file):
+    """The generator's own exception, after what it read before failing,
+    and no TensorFlow error on the way."""
+    vocabulary = vocab_lib.load_vocabulary(vocab_file)
+
+    def line_batches():
+        for _ in range(3):
+            yield ["the cat sat", "on the mat"], [0, 0]
+        raise corpus_lib.InputError("bad input.txt")
+
+    batches = shards.tokenized_line_batches(
+        [],
+        vocabulary,
+        lowercase=True,
+        stats=corpus_lib.CorpusStats(),
+        line_batches=line_batches(),
+    )
+    received = []
+    with pytest.raises(corpus_lib.InputError, match="bad input.txt"):
+        for flat_ids, row_splits, kinds in batches:
+            received.append(len(row_splits) - 1)
+    assert received == [2, 2, 2]
