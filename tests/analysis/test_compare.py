@@ -138,6 +138,22 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     for path, data in figures.items():
         assert open(path, "rb").read() == data
         assert matplotlib.image.imread(path).shape[0] > 100
+    planned = len(compare.plan_runs(config))
+    assert f"Runs finished: {planned} of {planned} planned, {planned} on" in (
+        tables
+    )
+
+    # Extending one variant with a seed runs only that seed; the default
+    # plan's report then shows it and counts it as on record, not planned.
+    extended = _config(
+        tmp_path, tiny_data, variants=["tupe-r"], seeds=[0, 1, 2], glue_dir=None
+    )
+    assert compare.run_comparison(extended)["pending"] == []
+    assert sorted(os.listdir(results / "pretrain"))[-1] == "tupe-r__seed2.json"
+    assert first.stat().st_mtime_ns == stamp
+    tables = compare.report(config)["tables"]
+    assert "| tupe-r | 0,1,2 |" in tables
+    assert f"{planned} of {planned} planned, {planned + 1} on record" in tables
 
 
 def test_plan_runs_the_core_variants_first_each_fine_tuned_at_once(

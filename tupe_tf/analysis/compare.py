@@ -149,7 +149,7 @@ class CompareConfig:
         CORE_VARIANTS,
         help="Variants whose seed-0 model is fine-tuned (the control always "
         "is); each added variant adds len(glue_tasks) x len(glue_seeds) "
-        "fine-tuning runs (104-149 s each on 2 CPU cores, docs/results.md).",
+        "fine-tuning runs (51-79 s each on 2 CPU cores, 104-149 s on a slower VM; docs/results.md).",
         element_type=str,
     )
     jit_compile: bool = setting(
@@ -726,8 +726,11 @@ def report(config):
     tables = render_tables(config, pretrain, finetune, order)
     total = sum(r["wall_seconds"] for r in pretrain + finetune)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in pretrain + finetune)
+    # Runs beyond the plan (a variant extended with more seeds) are in the
+    # tables and in the total, so both counts are given.
     tables += (
-        f"\nRuns finished: {len(done)} of {len(planned)} planned; their "
+        f"\nRuns finished: {len(done)} of {len(planned)} planned, "
+        f"{len(pretrain) + len(finetune)} on record; the recorded runs' "
         f"total wall time: {total / 60:.1f} min, CPU time "
         f"{cpu / 60:.1f} min.\n"
     )
