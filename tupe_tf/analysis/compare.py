@@ -724,13 +724,14 @@ def report(config):
     planned = plan_runs(config)
     done = {r.key for r in planned if os.path.isfile(result_path(config, r))}
     tables = render_tables(config, pretrain, finetune, order)
-    total = sum(r["wall_seconds"] for r in pretrain + finetune)
-    cpu = sum(r.get("cpu_seconds", 0.0) for r in pretrain + finetune)
+    recorded = pretrain + finetune
+    total = sum(r["wall_seconds"] for r in recorded)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in recorded)
     # Runs beyond the plan (a variant extended with more seeds) are in the
     # tables and in the total, so both counts are given.
     tables += (
         f"\nRuns finished: {len(done)} of {len(planned)} planned, "
-        f"{len(pretrain) + len(finetune)} on record; the recorded runs' "
+        f"{len(recorded)} on record; the recorded runs' "
         f"total wall time: {total / 60:.1f} min, CPU time "
         f"{cpu / 60:.1f} min.\n"
     )
