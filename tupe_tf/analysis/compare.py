@@ -720,7 +720,10 @@ def report(config):
     from tupe_tf.analysis import study_figures
 
     pretrain, finetune = load_results(config)
-    order = [v for v in config.variants if v in VARIANTS]
+    # Variants on record stay in the tables and figures when a run names
+    # fewer (`--variants=rope` to add seeds must not drop the others).
+    on_record = {run["variant"] for run in pretrain + finetune}
+    order = [v for v in VARIANTS if v in config.variants or v in on_record]
     planned = plan_runs(config)
     done = {r.key for r in planned if os.path.isfile(result_path(config, r))}
     tables = render_tables(config, pretrain, finetune, order)
