@@ -720,14 +720,14 @@ def report(config):
     from tupe_tf.analysis import study_figures
 
     pretrain, finetune = load_results(config)
+    recorded = pretrain + finetune
     # Variants on record stay in the tables and figures when a run names
     # fewer (`--variants=rope` to add seeds must not drop the others).
-    on_record = {run["variant"] for run in pretrain + finetune}
+    on_record = {run["variant"] for run in recorded}
     order = [v for v in VARIANTS if v in config.variants or v in on_record]
     planned = plan_runs(config)
     done = {r.key for r in planned if os.path.isfile(result_path(config, r))}
     tables = render_tables(config, pretrain, finetune, order)
-    recorded = pretrain + finetune
     total = sum(r["wall_seconds"] for r in recorded)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in recorded)
     # Runs beyond the plan (a variant extended with more seeds) are in the
