@@ -266,7 +266,9 @@ def test_beam_scripts_end_refusals_with_one_error_line(
 
 
 def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
-    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt")
+    # Large enough that the run is still writing 1 s after its first
+    # temporary file appears, even on a fast idle machine.
+    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
     out = tmp_path / "out"
     process = test_script_errors.start_script(
         "build_shards.py",
