@@ -3,7 +3,6 @@
 import collections
 import os
 import signal
-import time
 
 import pytest
 
@@ -266,8 +265,6 @@ def test_beam_scripts_end_refusals_with_one_error_line(
 
 
 def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
-    # Large enough that the run is still writing 1 s after its first
-    # temporary file appears, even on a fast idle machine.
     corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
     out = tmp_path / "out"
     process = test_script_errors.start_script(
@@ -280,8 +277,7 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
         "--num_partitions=2",
     )
     test_script_errors.wait_for_temporaries(process, out)
-    time.sleep(1)
-    process.send_signal(signal.SIGTERM)
+    test_script_errors.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert (
@@ -305,8 +301,7 @@ def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
     )
     # The pipeline's work directory appears in the output's directory.
     test_script_errors.wait_for_temporaries(process, out_dir)
-    time.sleep(1)
-    process.send_signal(signal.SIGTERM)
+    test_script_errors.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert (
