@@ -13,6 +13,7 @@ Pipeline (streaming; memory does not grow with the corpus):
 import collections
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import shutil
 import time
@@ -682,6 +683,16 @@ def _pad(chunk, seq_length, pad_id):
     return token_ids, lengths
 
 
+@dataclasses.dataclass(frozen=True)
+class StaticMaskingSettings:
+    """The `ShardConfig` fields that static masking depends on."""
+
+    seed: int
+    dupe_factor: int
+    mask_rate: float
+    max_predictions_per_seq: int
+
+
 def make_chunk_serializer(config, vocabulary):
     """A `tf.function(token_ids, lengths, chunk_index) -> [N * D] records`.
 
@@ -691,17 +702,34 @@ def make_chunk_serializer(config, vocabulary):
     one after the other, masked with `masking.mask_batch` under the stateless
     seed `[seed, chunk_index * dupe_factor + copy]`, so the output depends
     only on the inputs and the seed, never on thread timing.
+
+    The same settings give the same function, traced once per process: a
+    Beam worker builds many partitions, a test many shard sets.
     """
+    if not config.static_masking:
+        return _chunk_serializer(config.max_seq_length, None, None)
+    settings = StaticMaskingSettings(
+        seed=config.seed,
+        dupe_factor=config.dupe_factor,
+        mask_rate=config.mask_rate,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+    )
+    return _chunk_serializer(config.max_seq_length, settings, vocabulary)
+
+
+@functools.lru_cache(maxsize=16)
+def _chunk_serializer(seq_length, static_masking, vocabulary):
+    """`make_chunk_serializer`'s function; `static_masking` is a
+    `StaticMaskingSettings`, or None for the dynamic schema."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    seq_length = config.max_seq_length
     signature = [
         tf.TensorSpec([None, seq_length], tf.int32),
         tf.TensorSpec([None], tf.int32),
         tf.TensorSpec([], tf.int64),
     ]
 
-    if not config.static_masking:
+    if static_masking is None:
 
         @tf.function(input_signature=signature, autograph=False)
         def serialize_dynamic(token_ids, lengths, chunk_index):
@@ -718,8 +746,8 @@ def make_chunk_serializer(config, vocabulary):
     replacement = masking.replacement_ids(
         vocabulary.size, vocabulary.special_token_ids
     )
-    dupe_factor = config.dupe_factor
-    max_predictions = config.max_predictions_per_seq
+    dupe_factor = static_masking.dupe_factor
+    max_predictions = static_masking.max_predictions_per_seq
 
     # Features with few distinct values are encoded once, then gathered:
     # input_mask by length, masked_lm_weights by number of predictions.
@@ -754,7 +782,7 @@ def make_chunk_serializer(config, vocabulary):
         for copy in range(dupe_factor):
             seed = tf.stack(
                 [
-                    tf.constant(config.seed, tf.int64),
+                    tf.constant(static_masking.seed, tf.int64),
                     chunk_index * dupe_factor + copy,
                 ]
             )
@@ -762,7 +790,7 @@ def make_chunk_serializer(config, vocabulary):
                 token_ids,
                 padding,
                 seed,
-                mask_rate=config.mask_rate,
+                mask_rate=static_masking.mask_rate,
                 max_predictions=max_predictions,
                 mask_id=vocabulary.special_ids.mask,
                 is_special_table=is_special_table,

@@ -233,6 +233,48 @@ def test_byte_identical_rebuilds(tmp_path, corpus_file, vocab_file, kwargs):
         ]
 
 
+def test_one_serializer_per_setting_traced_once(tmp_path, vocab_file):
+    vocab = vocab_lib.load_vocabulary(vocab_file)
+    other_vocab = vocab_lib.load_vocabulary(
+        conftest.write_vocab(
+            tmp_path / "other.txt", tokens=list(vocab.tokens) + ["zebra"]
+        )
+    )
+
+    def serializer(vocabulary=vocab, **fields):
+        config = shards.ShardConfig(
+            vocab_file=vocab_file,
+            output_dir="unused",
+            **{
+                "max_seq_length": 16,
+                "max_predictions_per_seq": 4,
+                "static_masking": True,
+                **fields,
+            },
+        )
+        return shards.make_chunk_serializer(config, vocabulary)
+
+    first = serializer()
+    ids = np.full([3, 16], vocab.special_ids.pad, np.int32)
+    lengths = np.array([2, 5, 16], np.int32)
+    for chunk_index in range(3):
+        first(ids, lengths, np.int64(chunk_index))
+    # A second build with the same settings (a Beam worker's next
+    # partition) reuses the traced function.
+    assert serializer() is first
+    assert first.experimental_get_tracing_count() == 1
+    others = [
+        serializer(seed=7),
+        serializer(dupe_factor=3),
+        serializer(mask_rate=0.2),
+        serializer(max_predictions_per_seq=5),
+        serializer(max_seq_length=32),
+        serializer(other_vocab),
+        serializer(static_masking=False),
+    ]
+    assert len({id(f) for f in [first] + others}) == 8
+
+
 def test_serialization_order_does_not_depend_on_worker_threads(vocab_file):
     vocab = vocab_lib.load_vocabulary(vocab_file)
     rng = np.random.default_rng(0)
