@@ -32,8 +32,6 @@ it in the runner, and the launcher raises it (`corpus.InputError`), like the
 import dataclasses
 import json
 import os
-import shutil
-import tempfile
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
@@ -168,10 +166,9 @@ def build_shards_beam(
     )
     final_paths = [os.path.join(output_dir, n) for n in names]
     with fileio.made_directory(output_dir, "--output_dir"):
-        result_dir = tempfile.mkdtemp(
-            prefix=shards.BEAM_WORK_DIR_PREFIX, dir=output_dir
-        )
-        try:
+        with fileio.work_directory(
+            output_dir, shards.BEAM_WORK_DIR_PREFIX
+        ) as result_dir:
             shard_entries, results, packing_stats, unk_count = _run_pipeline(
                 beam,
                 options,
@@ -184,8 +181,6 @@ def build_shards_beam(
                 result_dir,
                 partition_hook,
             )
-        finally:
-            shutil.rmtree(result_dir, ignore_errors=True)
     manifest = shards.shard_manifest(
         config,
         vocabulary,

@@ -15,8 +15,6 @@ are not supported yet.
 
 import json
 import os
-import shutil
-import tempfile
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
@@ -141,8 +139,7 @@ def build_vocabulary_beam(
     options = beam_common.pipeline_options(runner, beam_options)
     out_dir = os.path.dirname(os.path.abspath(output_file))
     with fileio.made_directory(out_dir, "--output"):
-        work_dir = tempfile.mkdtemp(prefix=".beam-vocab-", dir=out_dir)
-        try:
+        with fileio.work_directory(out_dir, ".beam-vocab-") as work_dir:
             stats = _run_pipeline(
                 beam,
                 options,
@@ -157,8 +154,6 @@ def build_vocabulary_beam(
                 output_file,
                 max_words,
             )
-        finally:
-            shutil.rmtree(work_dir, ignore_errors=True)
     with open(output_file, encoding="utf-8") as f:
         size = len(f.read().splitlines())
     return {

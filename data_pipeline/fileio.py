@@ -9,8 +9,8 @@ import contextlib
 import glob
 import hashlib
 import os
+import secrets
 import shutil
-import tempfile
 
 _GLOB_CHARS = "*?["
 _TMP_SUFFIX = ".tmp"
@@ -41,18 +41,43 @@ def file_sha256(path, chunk_size=1 << 20):
     return digest.hexdigest()
 
 
-def _umask_mode():
-    # mkstemp creates 0600 files; published files get the usual mode.
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def _remove_quietly(path):
     try:
         os.remove(path)
     except FileNotFoundError:
         pass
+
+
+def _new_file(path):
+    # O_EXCL: never an existing file; the mode is the usual one (umask).
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+
+def _new_private_directory(path):
+    os.mkdir(path, 0o700)
+
+
+def _create_registered(registry, directory, prefix, suffix, create):
+    """Creates `<directory>/<prefix><random><suffix>` with `create(path)`.
+
+    The path is appended to `registry` before it exists, so a Ctrl-C or
+    SIGTERM raised between any two steps cannot leave behind an entry its
+    owner's cleanup does not know of (`tempfile.mkstemp` only returns the
+    path after creating it: an interrupt in between leaked the file).
+
+    Returns:
+      The path.
+    """
+    while True:
+        path = os.path.join(
+            directory, f"{prefix}{secrets.token_hex(8)}{suffix}"
+        )
+        registry.append(path)
+        try:
+            create(path)
+            return path
+        except FileExistsError:
+            registry.remove(path)  # Somebody else's; not ours to remove.
 
 
 @contextlib.contextmanager
@@ -62,8 +87,9 @@ def atomic_files(paths):
     Each temporary file is hidden (`.<name>.<random>.tmp`) in the directory
     of its final path (same filesystem, so `os.replace` is atomic). When the
     `with` body succeeds, every temporary file replaces its final path, in
-    order; when it raises, every temporary file is removed and the final
-    paths are left as they were.
+    order; when it raises (or is interrupted, even while the temporaries are
+    being created), every temporary file is removed and the final paths are
+    left as they were.
 
     Args:
         paths: the final file paths.
@@ -73,20 +99,18 @@ def atomic_files(paths):
     ...     write(tmp_a); write(tmp_b)
     """
     paths = [os.fspath(p) for p in paths]
-    mode = _umask_mode()
     temporaries = []
     try:
         for path in paths:
             directory = os.path.dirname(os.path.abspath(path))
             os.makedirs(directory, exist_ok=True)
-            fd, tmp_path = tempfile.mkstemp(
-                prefix="." + os.path.basename(path) + ".",
-                suffix=_TMP_SUFFIX,
-                dir=directory,
+            _create_registered(
+                temporaries,
+                directory,
+                "." + os.path.basename(path) + ".",
+                _TMP_SUFFIX,
+                _new_file,
             )
-            os.close(fd)
-            temporaries.append(tmp_path)
-            os.chmod(tmp_path, mode)
         yield list(temporaries)
         for tmp_path, path in zip(temporaries, paths):
             os.replace(tmp_path, path)
@@ -94,6 +118,25 @@ def atomic_files(paths):
         for tmp_path in temporaries:
             _remove_quietly(tmp_path)
         raise
+
+
+@contextlib.contextmanager
+def work_directory(parent, prefix):
+    """Yields a new private hidden directory `<parent>/<prefix><random>`,
+    removed with its content when the `with` ends, however it ends.
+
+    Example:
+    >>> with work_directory("out", ".beam-vocab-") as work_dir:  # doctest: +SKIP
+    ...     run_pipeline(temp_location=work_dir)
+    """
+    created = []
+    try:
+        yield _create_registered(
+            created, os.fspath(parent), prefix, "", _new_private_directory
+        )
+    finally:
+        for path in created:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -150,16 +193,21 @@ def atomic_directory(path, overwrite=False, what="Directory"):
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
     name = os.path.basename(path)
-    tmp_dir = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
+    created = []
     try:
+        tmp_dir = _create_registered(
+            created, parent, f".{name}.tmp-", "", _new_private_directory
+        )
         yield tmp_dir
     except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        for directory in created:
+            shutil.rmtree(directory, ignore_errors=True)
         raise
     old_dir = None
     if os.path.exists(path):
-        old_dir = tempfile.mkdtemp(prefix=f".{name}.old-", dir=parent)
-        os.rmdir(old_dir)
+        # A free name (64 random bits): `rename` replaces no directory
+        # that holds anything.
+        old_dir = os.path.join(parent, f".{name}.old-{secrets.token_hex(8)}")
         os.rename(path, old_dir)
     try:
         os.rename(tmp_dir, path)
@@ -205,13 +253,15 @@ def made_directory(path, what="Directory"):
     """
     path = os.path.abspath(os.fspath(path))
     missing = _missing_directories(path)
+    # One `try` from the creation on: an interrupt just after `makedirs`
+    # must not leave the directories behind.
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as e:
-        raise OutputError(
-            f"{what}: cannot create directory {path}: {e.strerror or e}."
-        ) from e
-    try:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            raise OutputError(
+                f"{what}: cannot create directory {path}: {e.strerror or e}."
+            ) from e
         check_writable_directory(path, what)
         yield path
     except BaseException:
@@ -246,14 +296,16 @@ def check_writable_directory(directory, what="Directory"):
     Creates and removes a hidden temporary file (a permission test that
     also holds for root and read-only file systems).
     """
+    probes = []
     try:
-        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=directory)
+        _create_registered(probes, directory, ".write-test-", "", _new_file)
     except OSError as e:
         raise OutputError(
             f"{what}: cannot write in {directory}: {e.strerror or e}."
         ) from e
-    os.close(fd)
-    os.remove(probe)
+    finally:
+        for probe in probes:
+            _remove_quietly(probe)
 
 
 def is_hidden_temporary(name):

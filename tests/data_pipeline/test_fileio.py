@@ -66,6 +66,68 @@ def test_atomic_directory_keeps_old_until_complete(tmp_path):
     assert os.listdir(tmp_path) == ["out"]
 
 
+def _interrupt_after_creating(monkeypatch, name, on_call):
+    """Ctrl-C right after the `on_call`-th file or directory is created,
+    before the helper that created it returns (the worst moment)."""
+    real = getattr(fileio, name)
+    calls = []
+
+    def create_then_interrupt(path):
+        real(path)
+        calls.append(path)
+        if len(calls) == on_call:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(fileio, name, create_then_interrupt)
+    return calls
+
+
+def _enter(context_manager):
+    with context_manager:
+        pass
+
+
+@pytest.mark.parametrize(
+    "creator, on_call, use",
+    [
+        (
+            "_new_file",
+            2,
+            lambda d: _enter(fileio.atomic_files([d / "a", d / "b", d / "c"])),
+        ),
+        ("_new_file", 1, lambda d: fileio.check_writable_directory(str(d))),
+        ("_new_file", 1, lambda d: fileio.write_text_atomically(d / "v", "x")),
+        (
+            "_new_private_directory",
+            1,
+            lambda d: _enter(fileio.atomic_directory(d / "model")),
+        ),
+        (
+            "_new_private_directory",
+            1,
+            lambda d: _enter(fileio.work_directory(d, ".beam-")),
+        ),
+    ],
+)
+def test_an_interrupt_while_creating_temporaries_leaves_none(
+    tmp_path, monkeypatch, creator, on_call, use
+):
+    created = _interrupt_after_creating(monkeypatch, creator, on_call)
+    with pytest.raises(KeyboardInterrupt):
+        use(tmp_path)
+    assert len(created) == on_call  # They existed,
+    assert os.listdir(tmp_path) == []  # and were removed.
+
+
+def test_made_directory_removes_what_it_created_when_interrupted(
+    tmp_path, monkeypatch
+):
+    _interrupt_after_creating(monkeypatch, "_new_file", 1)  # The write test.
+    with pytest.raises(KeyboardInterrupt):
+        _enter(fileio.made_directory(tmp_path / "a" / "b", "--output_dir"))
+    assert os.listdir(tmp_path) == []
+
+
 def test_split_and_expand_patterns(tmp_path):
     for name in ("b.txt", "a.txt", "c.gz"):
         (tmp_path / name).write_text("x")
