@@ -301,3 +301,47 @@ def test_stats_say_no_difference_when_intervals_overlap():
         "300 [100, >400]"
     )
     assert study_stats.plateau_exit_step([1, 2, 3], [6.0, 5.5, 5.3], 5.7) == 3
+
+
+def test_glue_selection_takes_the_best_median_rate_and_shows_each():
+    config = compare.CompareConfig(
+        glue_tasks=["sst2"],
+        glue_seeds=[0, 1, 2],
+        glue_learning_rates=[3e-4, 1e-3],
+    )
+
+    def runs(variant, learning_rate, scores):
+        return [
+            dict(
+                variant=variant,
+                task="sst2",
+                recipe=config.glue_recipe(),
+                learning_rate=learning_rate,
+                seed=seed,
+                metric="accuracy",
+                score=score,
+            )
+            for seed, score in enumerate(scores)
+        ]
+
+    finetune = (
+        runs(compare.CONTROL, 3e-4, [0.79, 0.80, 0.81])
+        + runs(compare.CONTROL, 1e-3, [0.70, 0.78, 0.79])
+        + runs("bert", 3e-4, [0.60, 0.70, 0.75])
+        + runs("bert", 1e-3, [0.70, 0.72, 0.73])
+        # A rate outside the configured sweep is ignored, however good.
+        + runs("bert", 3e-3, [0.99, 0.99, 0.99])
+    )
+    rows = compare.glue_summary(config, finetune, ["bert"])["sst2"]
+    assert rows[compare.CONTROL]["learning_rate"] == 3e-4
+    assert rows["bert"]["learning_rate"] == 1e-3
+    assert rows["bert"]["median_by_rate"] == {3e-4: 0.70, 1e-3: 0.72}
+    table = compare.render_tables(config, [], finetune, ["bert"])
+    assert (
+        "| bert | 0.001 | 0.720 [0.700, 0.730] | worse | 0.0003: 0.700, 0.001: 0.720 |"
+        in table
+    )
+    # With one configured rate the per-rate column is left out.
+    config.glue_learning_rates = [1e-3]
+    table = compare.render_tables(config, [], finetune, ["bert"])
+    assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table

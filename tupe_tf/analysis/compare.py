@@ -834,6 +834,8 @@ def glue_summary(config, finetune, order):
 
     Selection rule: per (variant, task), the learning rate with the highest
     median dev metric over fine-tuning seeds (ties: the smaller rate).
+    `median_by_rate` keeps every swept rate's median, so a reader sees what
+    the selection chose between.
     """
     recipe = config.glue_recipe()
     summary = {}
@@ -860,6 +862,9 @@ def glue_summary(config, finetune, order):
                 "metric": runs[0]["metric"],
                 "learning_rate": best,
                 "score": spreads[best],
+                "median_by_rate": {
+                    lr: spreads[lr]["median"] for lr in sorted(spreads)
+                },
             }
         if rows:
             summary[task] = rows
@@ -946,7 +951,10 @@ def render_tables(config, pretrain, finetune, order):
             "at the selected learning rate; `vs control`: against the "
             "no-pre-training control.\n"
         )
+        swept = len(config.glue_learning_rates) > 1
         header = ["variant", "learning rate", metric, "vs control"]
+        if swept:
+            header.append("median at each rate")
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + " --- |" * len(header))
         for variant, row in rows.items():
@@ -961,16 +969,18 @@ def render_tables(config, pretrain, finetune, order):
                     else "n/a"
                 )
             )
-            lines.append(
-                "| "
-                + " | ".join(
-                    [
-                        variant,
-                        f"{row['learning_rate']:g}",
-                        study_stats.format_spread(row["score"]),
-                        versus,
-                    ]
+            cells = [
+                variant,
+                f"{row['learning_rate']:g}",
+                study_stats.format_spread(row["score"]),
+                versus,
+            ]
+            if swept:
+                cells.append(
+                    ", ".join(
+                        f"{lr:g}: {median:.3f}"
+                        for lr, median in row["median_by_rate"].items()
+                    )
                 )
-                + " |"
-            )
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
