@@ -22,6 +22,9 @@ from data_pipeline import fileio
 from data_pipeline import vocab as vocab_lib
 from data_pipeline import wordpiece_learner
 
+# The pipeline's work directory, hidden in the output's directory.
+WORK_DIR_PREFIX = ".beam-vocab-"
+
 _ERROR_FILE = "error-{:05d}.txt"
 
 
@@ -139,7 +142,7 @@ def build_vocabulary_beam(
     options = beam_common.pipeline_options(runner, beam_options)
     out_dir = os.path.dirname(os.path.abspath(output_file))
     with fileio.made_directory(out_dir, "--output"):
-        with fileio.work_directory(out_dir, ".beam-vocab-") as work_dir:
+        with fileio.work_directory(out_dir, WORK_DIR_PREFIX) as work_dir:
             stats = _run_pipeline(
                 beam,
                 options,

@@ -276,7 +276,9 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
         "--runner=DirectRunner",
         "--num_partitions=2",
     )
-    test_script_errors.wait_for_temporaries(process, out)
+    test_script_errors.wait_for_temporaries(
+        process, out, lambda name: name.startswith(shards.BEAM_WORK_DIR_PREFIX)
+    )
     test_script_errors.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr
@@ -300,7 +302,11 @@ def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
         "--num_partitions=2",
     )
     # The pipeline's work directory appears in the output's directory.
-    test_script_errors.wait_for_temporaries(process, out_dir)
+    test_script_errors.wait_for_temporaries(
+        process,
+        out_dir,
+        lambda name: name.startswith(beam_vocab.WORK_DIR_PREFIX),
+    )
     test_script_errors.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from data_pipeline import fileio
 from tests.data_pipeline import conftest
 from tests.data_pipeline.test_scripts import ROOT
 from tests.data_pipeline.test_scripts import _run
@@ -397,16 +398,24 @@ def start_script(script, *flags):
     )
 
 
-def wait_for_temporaries(process, directory, timeout=120):
-    """Waits until `directory` holds a hidden temporary (the build is
-    under way)."""
+def wait_for_temporaries(
+    process, directory, is_temporary=fileio.is_hidden_temporary, timeout=120
+):
+    """Waits until `directory` holds a name `is_temporary` accepts (the
+    build is under way).
+
+    Other hidden names do not count: the scripts' start-up check creates
+    `directory`, writes a probe file in it and removes both again.
+    """
     deadline = time.time() + timeout
     while time.time() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"finished first: {process.communicate()}")
-        if os.path.isdir(directory) and any(
-            n.startswith(".") for n in os.listdir(directory)
-        ):
+        try:
+            names = os.listdir(directory)
+        except FileNotFoundError:  # Not created yet, or removed again.
+            names = []
+        if any(is_temporary(n) for n in names):
             return
         time.sleep(0.01)
     process.kill()
