@@ -13,6 +13,7 @@ from data_pipeline import manifest as manifest_lib
 from data_pipeline import reader
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
+from tests import subprocesses
 from tests.data_pipeline import conftest
 from tests.data_pipeline import test_script_errors
 from tests.data_pipeline import test_scripts
@@ -279,7 +280,7 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
     test_script_errors.wait_for_temporaries(
         process, out, lambda name: name.startswith(shards.BEAM_WORK_DIR_PREFIX)
     )
-    test_script_errors.interrupt(process, signal.SIGTERM)
+    subprocesses.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert (
@@ -307,7 +308,7 @@ def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
         out_dir,
         lambda name: name.startswith(beam_vocab.WORK_DIR_PREFIX),
     )
-    test_script_errors.interrupt(process, signal.SIGTERM)
+    subprocesses.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert (

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from data_pipeline import fileio
+from tests import subprocesses
 from tests.data_pipeline import conftest
 from tests.data_pipeline.test_scripts import ROOT
 from tests.data_pipeline.test_scripts import _run
@@ -449,35 +450,6 @@ def wait_for_reading(process, path, past=1 << 20, timeout=120):
     raise AssertionError(f"{path} was not read within {timeout} s")
 
 
-def _is_stopped(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            # "pid (comm) state ...": comm may hold spaces and parentheses.
-            return f.read().rsplit(")", 1)[1].split()[0] == "T"
-    except (OSError, IndexError):
-        return False
-
-
-def interrupt(process, how):
-    """Sends signal `how` to a `process` that is certainly still running.
-
-    The process is frozen (SIGSTOP) first and checked: a run that finished
-    between the test's last look and the signal would otherwise make the
-    test fail at random (it did in CI). SIGCONT then lets
-    it handle `how`.
-    """
-    process.send_signal(signal.SIGSTOP)
-    try:
-        while process.poll() is None and not _is_stopped(process.pid):
-            time.sleep(0.001)  # SIGSTOP is delivered asynchronously.
-        assert process.poll() is None, (
-            f"finished before it could be interrupted: {process.communicate()}"
-        )
-        process.send_signal(how)
-    finally:
-        process.send_signal(signal.SIGCONT)
-
-
 def big_corpus(path, num_docs=6000):
     path.write_text(conftest.make_corpus_text(num_docs=num_docs))
     return str(path)
@@ -495,7 +467,7 @@ def test_interrupted_build_shards(tmp_path, files, how):
         "--max_seq_length=32",
     )
     wait_for_temporaries(process, out)
-    interrupt(process, how)
+    subprocesses.interrupt(process, how)
     _, stderr = process.communicate(timeout=120)
     names = os.listdir(out) if out.exists() else []
     assert "manifest.json" not in names
@@ -525,7 +497,7 @@ def test_interrupted_build_vocab(tmp_path, files):
         "--vocab_size=200",
     )
     wait_for_reading(process, corpus)  # Counting words.
-    interrupt(process, signal.SIGINT)  # Ctrl-C
+    subprocesses.interrupt(process, signal.SIGINT)  # Ctrl-C
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGINT, stderr
     assert (

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from tests import subprocesses
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
 from tests.training.conftest import TINY_MODEL_FLAGS
@@ -87,10 +88,7 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
             if steps and steps[-1] >= 8:
                 break
             time.sleep(0.05)
-        assert process.poll() is None, (
-            "the run finished before it could be killed"
-        )
-        os.kill(process.pid, signal.SIGKILL)
+        subprocesses.interrupt(process, signal.SIGKILL)
     finally:
         process.wait()
     assert process.returncode == -signal.SIGKILL
