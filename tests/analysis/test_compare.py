@@ -191,6 +191,37 @@ def test_plan_runs_the_core_variants_first_each_fine_tuned_at_once(
     ]
 
 
+def test_listed_pretraining_seeds_are_fine_tuned_after_their_pretraining(
+    tmp_path, tiny_data
+):
+    config = _config(
+        tmp_path,
+        tiny_data,
+        variants=["bert", "rope"],
+        seeds=[0, 1, 2],
+        other_seeds=[0, 1],
+        glue_seeds=[0],
+        glue_variants=["bert", "rope"],
+        glue_pretrain_seeds=[0, 2],
+    )
+    config.validate()
+    tuned = "__sst2__lr0.001__ep1__seed0"
+    assert [run.key for run in compare.plan_runs(config)] == [
+        f"finetune/no-pretraining__pseed0{tuned}",
+        "pretrain/bert__seed0",
+        f"finetune/bert__pseed0{tuned}",
+        "pretrain/bert__seed1",
+        "pretrain/bert__seed2",
+        f"finetune/bert__pseed2{tuned}",
+        "pretrain/rope__seed0",
+        f"finetune/rope__pseed0{tuned}",
+        "pretrain/rope__seed1",  # rope has no seed 2: nothing to fine-tune.
+    ]
+    config.glue_pretrain_seeds = [0, 3]
+    with pytest.raises(ValueError, match=r"--glue_pretrain_seeds \[3\]"):
+        config.validate()
+
+
 def test_fine_tuned_variants_default_to_the_core_four(tmp_path, tiny_data):
     config = _config(
         tmp_path, tiny_data, variants=["bert", "tupe-a", "diet-rel"]
@@ -310,13 +341,14 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         glue_learning_rates=[3e-4, 1e-3],
     )
 
-    def runs(variant, learning_rate, scores):
+    def runs(variant, learning_rate, scores, pretrain_seed=0):
         return [
             dict(
                 variant=variant,
                 task="sst2",
                 recipe=config.glue_recipe(),
                 learning_rate=learning_rate,
+                pretrain_seed=pretrain_seed,
                 seed=seed,
                 metric="accuracy",
                 score=score,
@@ -331,6 +363,8 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         + runs("bert", 1e-3, [0.70, 0.72, 0.73])
         # A rate outside the configured sweep is ignored, however good.
         + runs("bert", 3e-3, [0.99, 0.99, 0.99])
+        # Another pre-training seed's model: pooled only when listed.
+        + runs("bert", 1e-3, [0.90, 0.91, 0.92], pretrain_seed=1)
     )
     rows = compare.glue_summary(config, finetune, ["bert"])["sst2"]
     assert rows[compare.CONTROL]["learning_rate"] == 3e-4
@@ -345,3 +379,16 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
     config.glue_learning_rates = [1e-3]
     table = compare.render_tables(config, [], finetune, ["bert"])
     assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table
+    config.glue_pretrain_seeds = [0, 1]
+    rows = compare.glue_summary(config, finetune, ["bert"])["sst2"]
+    assert rows["bert"]["score"]["median"] == pytest.approx(0.815)
+    assert rows["bert"]["runs"] == 6
+    table = compare.render_tables(config, [], finetune, ["bert"])
+    assert (
+        "| bert | 0.001 | 0.815 [0.700, 0.920] | no difference | 0,1 (6) |"
+        in table
+    )
+    assert (
+        "| no-pretraining | 0.001 | 0.780 [0.700, 0.790] | control | - (3) |"
+        in table
+    )

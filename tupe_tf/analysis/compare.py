@@ -94,7 +94,7 @@ class CompareConfig:
     seeds: Sequence[int] = setting(
         (0, 1, 2),
         help=f"Pre-training seeds of {list(CORE_VARIANTS)}; the first "
-        "seed's models are the ones fine-tuned.",
+        "seed's models are the ones fine-tuned (see --glue_pretrain_seeds).",
         element_type=int,
     )
     other_seeds: Sequence[int] = setting(
@@ -145,6 +145,13 @@ class CompareConfig:
     glue_seeds: Sequence[int] = setting(
         (0, 1, 2), help="Fine-tuning seeds.", element_type=int
     )
+    glue_pretrain_seeds: Optional[Sequence[int]] = setting(
+        None,
+        help="Pre-training seeds whose models are fine-tuned (unset: the "
+        "first of --seeds); a variant's runs at every listed seed it was "
+        "pre-trained with are pooled in its GLUE row.",
+        element_type=int,
+    )
     glue_variants: Sequence[str] = setting(
         CORE_VARIANTS,
         help="Variants whose seed-0 model is fine-tuned (the control always "
@@ -191,6 +198,13 @@ class CompareConfig:
     def name(self):
         """Directory name of the study: the settings a run depends on."""
         return f"{self.model_size}_len{self.seq_length}_steps{self.num_train_steps}"
+
+    @property
+    def fine_tuned_pretrain_seeds(self):
+        """`glue_pretrain_seeds`, or the first of `seeds` when unset."""
+        if self.glue_pretrain_seeds is None:
+            return [self.seeds[0]]
+        return list(self.glue_pretrain_seeds)
 
     @property
     def eval_lengths(self):
@@ -243,6 +257,15 @@ class CompareConfig:
                 )
         if not self.seeds:
             raise ValueError("--seeds must not be empty.")
+        pretrained = set(self.seeds) | set(self.other_seeds)
+        stray = [
+            s for s in self.fine_tuned_pretrain_seeds if s not in pretrained
+        ]
+        if stray or not self.fine_tuned_pretrain_seeds:
+            raise ValueError(
+                f"--glue_pretrain_seeds {stray or '(empty)'}: every seed must "
+                f"be one of --seeds or --other_seeds ({sorted(pretrained)})."
+            )
         if not 1 <= self.eval_interval <= self.num_train_steps:
             raise ValueError(
                 "--eval_interval must be between 1 and --num_train_steps "
@@ -297,37 +320,50 @@ def plan_runs(config):
     models are not committed (a later session may run on another machine),
     so: first the control's fine-tuning; then per core variant its
     seed-`seeds[0]` pre-training followed at once by its fine-tuning; then
-    the core variants' other seeds; then the remaining variants the same
-    way.
+    the core variants' other seeds (each followed by its fine-tuning when
+    it is one of `glue_pretrain_seeds`); then the remaining variants the
+    same way.
     """
     variants = list(config.variants)
     first = config.seeds[0]
 
-    def finetunings(variant):
+    def finetunings(variant, pretrain_seed):
         if config.glue_dir is None or (
-            variant != CONTROL and variant not in config.glue_variants
+            variant != CONTROL
+            and (
+                variant not in config.glue_variants
+                or pretrain_seed not in config.fine_tuned_pretrain_seeds
+            )
         ):
             return []
         return [
-            Run("finetune", variant, seed, task, float(lr), first, epochs)
+            Run(
+                "finetune",
+                variant,
+                seed,
+                task,
+                float(lr),
+                pretrain_seed,
+                epochs,
+            )
             for epochs in [config.glue_epochs]
             for seed in config.glue_seeds
             for task in config.glue_tasks
             for lr in config.glue_learning_rates
         ]
 
-    runs = finetunings(CONTROL)
+    # The control has no pre-training: one set of runs, named as seed `first`.
+    runs = finetunings(CONTROL, first)
     for core in (True, False):
         group = [v for v in variants if (v in CORE_VARIANTS) == core]
         for variant in group:
             runs.append(Run("pretrain", variant, first))
-            runs.extend(finetunings(variant))
+            runs.extend(finetunings(variant, first))
         for variant in group:
-            runs.extend(
-                Run("pretrain", variant, seed)
-                for seed in _seeds_of(config, variant)
-                if seed != first
-            )
+            for seed in _seeds_of(config, variant):
+                if seed != first:
+                    runs.append(Run("pretrain", variant, seed))
+                    runs.extend(finetunings(variant, seed))
     seen, ordered = set(), []
     for run in runs:
         if run.key not in seen:
@@ -833,7 +869,9 @@ def glue_summary(config, finetune, order):
     """`{task: {variant: {...}}}` with the selected learning rate's spread.
 
     Selection rule: per (variant, task), the learning rate with the highest
-    median dev metric over fine-tuning seeds (ties: the smaller rate).
+    median dev metric over fine-tuning seeds (ties: the smaller rate). The
+    runs of every pre-training seed in `glue_pretrain_seeds` are pooled;
+    `runs` counts them.
     `median_by_rate` keeps every swept rate's median, so a reader sees what
     the selection chose between.
     """
@@ -850,6 +888,10 @@ def glue_summary(config, finetune, order):
                 and r["recipe"] == recipe
                 and r["learning_rate"] in config.glue_learning_rates
                 and r["seed"] in config.glue_seeds
+                and (
+                    variant == CONTROL
+                    or r["pretrain_seed"] in config.fine_tuned_pretrain_seeds
+                )
             ]
             if not runs:
                 continue
@@ -862,6 +904,14 @@ def glue_summary(config, finetune, order):
                 "metric": runs[0]["metric"],
                 "learning_rate": best,
                 "score": spreads[best],
+                "runs": len(by_lr[best]),
+                "pretrain_seeds": sorted(
+                    {
+                        r["pretrain_seed"]
+                        for r in runs
+                        if variant != CONTROL and r["learning_rate"] == best
+                    }
+                ),
                 "median_by_rate": {
                     lr: spreads[lr]["median"] for lr in sorted(spreads)
                 },
@@ -945,14 +995,22 @@ def render_tables(config, pretrain, finetune, order):
     for task, rows in glue.items():
         control = rows.get(CONTROL)
         metric = next(iter(rows.values()))["metric"]
+        pooled = len(config.fine_tuned_pretrain_seeds) > 1
         lines.append("")
         lines.append(
             f"{task} dev {metric}: median [min, max] over fine-tuning seeds "
-            "at the selected learning rate; `vs control`: against the "
+            + (
+                "and the listed pre-training seeds' models, pooled, "
+                if pooled
+                else ""
+            )
+            + "at the selected learning rate; `vs control`: against the "
             "no-pre-training control.\n"
         )
         swept = len(config.glue_learning_rates) > 1
         header = ["variant", "learning rate", metric, "vs control"]
+        if pooled:
+            header.append("pre-training seeds (runs)")
         if swept:
             header.append("median at each rate")
         lines.append("| " + " | ".join(header) + " |")
@@ -975,6 +1033,9 @@ def render_tables(config, pretrain, finetune, order):
                 study_stats.format_spread(row["score"]),
                 versus,
             ]
+            if pooled:
+                seeds = ",".join(str(s) for s in row["pretrain_seeds"])
+                cells.append(f"{seeds or '-'} ({row['runs']})")
             if swept:
                 cells.append(
                     ", ".join(
