@@ -154,8 +154,9 @@ class CompareConfig:
     )
     glue_variants: Sequence[str] = setting(
         CORE_VARIANTS,
-        help="Variants whose seed-0 model is fine-tuned (the control always "
-        "is); each added variant adds len(glue_tasks) x len(glue_seeds) "
+        help="Variants whose models (those of --glue_pretrain_seeds) are "
+        "fine-tuned (the control always is); each added variant adds "
+        "len(glue_pretrain_seeds) x len(glue_tasks) x len(glue_seeds) "
         "fine-tuning runs (51-79 s each on 2 CPU cores, 104-149 s on a slower VM; docs/results.md).",
         element_type=str,
     )
@@ -905,11 +906,14 @@ def glue_summary(config, finetune, order):
                 "learning_rate": best,
                 "score": spreads[best],
                 "runs": len(by_lr[best]),
-                "pretrain_seeds": sorted(
+                # The control is not pre-trained: no seeds to list.
+                "pretrain_seeds": []
+                if variant == CONTROL
+                else sorted(
                     {
                         r["pretrain_seed"]
                         for r in runs
-                        if variant != CONTROL and r["learning_rate"] == best
+                        if r["learning_rate"] == best
                     }
                 ),
                 "median_by_rate": {
