@@ -16,7 +16,7 @@ import dataclasses
 import shlex
 
 from data_pipeline import corpus
-from data_pipeline.config_flags import setting
+from tupe_tf.utils.config_flags import setting
 
 BEAM_MISSING = (
     "Apache Beam is not installed: pip install 'tupe-tf[beam]' "

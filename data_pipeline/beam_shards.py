@@ -25,7 +25,7 @@ Refusals: the input is checked like the single-process builder's
 (`shards.preflight` before the pipeline; while reading, every partition
 reads the whole input, so all refuse the same file): a partition that
 refuses its input reports the error in its result file instead of raising
-it in the runner, and the launcher raises it (`corpus.InputError`), like the
+it in the runner, and the launcher raises it (`UserError`), like the
 `[UNK]` share, summed over the partitions, before anything is renamed.
 """
 
@@ -35,11 +35,12 @@ import os
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
-from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import packing
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 _SEED_STRIDE = 1 << 32
 
@@ -96,7 +97,7 @@ def _build_partition(
         counts, unk_count, packer = shards.pack_and_write(
             token_batches, partition_config, vocabulary, writers
         )
-    except corpus.InputError as e:
+    except UserError as e:
         # Refused input is the user's error, not the runner's: reported to
         # the launcher, which raises it (the same in every partition).
         fileio.write_text_atomically(result_path, json.dumps({"error": str(e)}))
@@ -138,7 +139,7 @@ def build_shards_beam(
 
     Raises:
       ValueError: bad config, `num_partitions`, runner or vocabulary;
-        `corpus.InputError`: empty, binary or undecodable input, too many
+        `UserError`: empty, binary or undecodable input, too many
         `[UNK]` tokens (nothing is written).
       FileNotFoundError: a missing input or vocabulary file.
       FileExistsError: `output_dir` not empty and `overwrite` not set.
@@ -243,7 +244,7 @@ def _run_pipeline(
                 results.append(json.load(f))
         for result in results:
             if "error" in result:
-                raise corpus.InputError(result["error"])
+                raise UserError(result["error"])
         counts = [0] * config.num_shards
         packing_stats = packing.PackingStats()
         unk_count = 0

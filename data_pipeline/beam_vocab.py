@@ -18,9 +18,10 @@ import os
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
-from data_pipeline import fileio
 from data_pipeline import vocab as vocab_lib
 from data_pipeline import wordpiece_learner
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 # The pipeline's work directory, hidden in the output's directory.
 WORK_DIR_PREFIX = ".beam-vocab-"
@@ -60,7 +61,7 @@ def _count_partition(
             lowercase,
             max_words=max_words,
         )
-    except corpus.InputError as e:
+    except UserError as e:
         fileio.write_text_atomically(
             os.path.join(stats_dir, _ERROR_FILE.format(partition)), str(e)
         )
@@ -117,7 +118,7 @@ def build_vocabulary_beam(
       `num_partitions`.
 
     Raises:
-      ValueError: bad `vocab_size`/`num_partitions`; `corpus.InputError`:
+      ValueError: bad `vocab_size`/`num_partitions`; `UserError`:
         empty, binary or undecodable input (nothing is written).
       FileNotFoundError: a missing input file.
       fileio.OutputError: the directory of `output_file` cannot be created
@@ -216,10 +217,27 @@ def _run_pipeline(
         path = os.path.join(work_dir, _ERROR_FILE.format(partition))
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
-                raise corpus.InputError(f.read())
+                raise UserError(f.read())
     with open(os.path.join(work_dir, "corpus_stats.json")) as f:
         stats = json.load(f)
     if not os.path.exists(learned):
         raise vocab_lib.no_words_error(input_files, stats["nonblank_lines"])
     os.replace(learned, output_file)
     return stats
+
+
+def build_from_config(config):
+    """`build_vocabulary_beam` with a validated `vocab.VocabConfig`'s
+    settings; returns its summary."""
+    config.validate()
+    return build_vocabulary_beam(
+        config.input_patterns,
+        config.vocab_size,
+        config.output_file,
+        lowercase=config.lowercase,
+        runner=config.runner,
+        num_partitions=config.num_partitions,
+        beam_options=config.beam_options,
+        text_input=config,
+        max_words=config.max_words,
+    )

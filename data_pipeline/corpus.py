@@ -9,8 +9,9 @@ import os
 import re
 import zlib
 
-from data_pipeline import fileio
-from data_pipeline.config_flags import setting
+from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
 
 # Lines longer than this many bytes are cut (at a space when possible) into
 # pieces, so that one huge line never has to sit in memory or in a tokenizer
@@ -31,11 +32,6 @@ EARLY_CHECK_LINES = 1000
 DEFAULT_MAX_INVALID_LINE_FRACTION = 0.05
 # Names listed in an error message about several input files.
 _LISTED_FILES = 3
-
-
-class InputError(ValueError):
-    """Input text refused or unreadable; the message names the file, what
-    was measured and the flag that overrides the refusal, if any."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -99,7 +95,7 @@ def resolve_input_files(input_patterns, text_input=None):
       FileNotFoundError: naming a file that does not exist or a glob that
         matches nothing.
       ValueError: if no pattern is given or a path is a directory;
-        `InputError` from `check_text_files`.
+        `UserError` from `check_text_files`.
 
     Example:
     >>> resolve_input_files("a.txt,corpus/*.gz")  # doctest: +SKIP
@@ -142,15 +138,15 @@ def describe_files(paths):
 
 
 def empty_corpus_error(input_files, what="text"):
-    """The `InputError` of a corpus without `what` (text, words...)."""
-    return InputError(
+    """The `UserError` of a corpus without `what` (text, words...)."""
+    return UserError(
         f"Empty corpus: no {what} in input file(s) "
         f"{describe_files(input_files)}."
     )
 
 
 def _nul_error(path, where):
-    return InputError(
+    return UserError(
         f"Input file {path} is not text: {where} holds a NUL byte (binary "
         "data, or UTF-16 text: convert it to UTF-8). Pass --allow_nul_bytes "
         "to read it anyway."
@@ -158,7 +154,7 @@ def _nul_error(path, where):
 
 
 def _read_error(path, error):
-    return InputError(f"Cannot read input file {path}: {error}")
+    return UserError(f"Cannot read input file {path}: {error}")
 
 
 # What a damaged `.gz`/`.bz2` or an unreadable file raises while read.
@@ -176,7 +172,7 @@ def check_text_files(input_files, text_input):
       text_input: `TextInputSettings`.
 
     Raises:
-      InputError: a file cannot be read or decompressed; a NUL byte in a
+      UserError: a file cannot be read or decompressed; a NUL byte in a
         file's first bytes (unless `allow_nul_bytes`); every file empty or
         blank.
     """
@@ -202,7 +198,7 @@ def _check_invalid_share(path, invalid, nonblank, text_input, at_end):
     if not nonblank or invalid <= limit * nonblank:
         return
     where = "its" if at_end else "the first"
-    raise InputError(
+    raise UserError(
         f"Input file {path} is not UTF-8 text: {invalid} of {where} "
         f"{nonblank} non-blank lines ({100 * invalid / nonblank:.1f}%) hold "
         f"bytes that are not UTF-8, more than --max_invalid_line_fraction="
@@ -295,7 +291,7 @@ def text_line_batches(
       batch_size: lines per batch.
       max_piece_bytes: longest piece of a line handed on at once.
       text_input: optional `TextInputSettings`: refuse a file with a NUL
-        byte or with too many lines that are not UTF-8 (`InputError`, raised
+        byte or with too many lines that are not UTF-8 (`UserError`, raised
         as soon as it is known). `None` reads anything.
 
     Yields:
@@ -303,7 +299,7 @@ def text_line_batches(
       line) and a list of ints (`NEW_LINE` or `CONTINUATION`).
 
     Raises:
-      InputError: a file refused by `text_input`, or unreadable.
+      UserError: a file refused by `text_input`, or unreadable.
 
     Example:
     >>> for lines, kinds in text_line_batches(["a.txt"]):  # doctest: +SKIP

@@ -4,7 +4,7 @@ import importlib.util
 import json
 import os
 
-from data_pipeline import fileio
+from tupe_tf.utils import fileio
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "tupe_tf.pretraining_shards"

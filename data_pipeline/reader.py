@@ -14,10 +14,10 @@ from typing import Tuple
 
 from absl import logging
 
-from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import vocab as vocab_lib
+from tupe_tf.utils import fileio
 
 
 @dataclasses.dataclass

@@ -26,13 +26,14 @@ from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import dataset_options
 from data_pipeline import example_encoding
-from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import vocab as vocab_lib
-from data_pipeline.config_flags import setting
-from data_pipeline.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
 # `manifest["engine"]` of shards built by `build_shards` in one process.
@@ -244,7 +245,7 @@ def tokenized_line_batches(
     Returns:
       An iterator of numpy `(flat_ids int32, row_splits int64, kinds int8)`, in
       input order (the parallel map is deterministic). What reading the text
-      raises (e.g. `corpus.InputError`) comes out of it as itself, not as a
+      raises (e.g. `UserError`) comes out of it as itself, not as a
       TensorFlow error.
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -353,11 +354,11 @@ def check_unk_share(unk_count, text_tokens, config, vocabulary, input_files):
     """Refuses a corpus with more `[UNK]` tokens than `max_unk_fraction`.
 
     Raises:
-      corpus.InputError: naming the input, the share and the flag.
+      UserError: naming the input, the share and the flag.
     """
     if not text_tokens or unk_count <= config.max_unk_fraction * text_tokens:
         return
-    raise corpus.InputError(
+    raise UserError(
         f"Input file(s) {corpus.describe_files(input_files)}: "
         f"{100 * unk_count / text_tokens:.1f}% of the {text_tokens} tokens are "
         f"[UNK] with vocabulary {vocabulary.path}, more than "
@@ -404,7 +405,7 @@ def build_shards(config):
     The same inputs and config give byte-identical shards.
 
     Input that is not text, or a corpus with too many `[UNK]` tokens, is
-    refused (`corpus.InputError`) with nothing written: see
+    refused (`UserError`) with nothing written: see
     `corpus.TextInputSettings` and `ShardConfig.max_unk_fraction`. A
     refused or failed build leaves `output_dir` as it found it (removed
     again if it created it).
@@ -416,7 +417,7 @@ def build_shards(config):
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      ValueError: bad config field, bad vocabulary; `corpus.InputError`:
+      ValueError: bad config field, bad vocabulary; `UserError`:
         empty, binary or undecodable input, too many `[UNK]` tokens.
       FileNotFoundError: a missing input or vocabulary file.
       FileExistsError: `output_dir` not empty and `overwrite` not set.

@@ -8,10 +8,10 @@ from typing import Optional
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
-from data_pipeline import fileio
 from data_pipeline import wordpiece_learner
-from data_pipeline.config_flags import setting
-from data_pipeline.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -263,22 +263,12 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
             )
 
     def build(self):
-        """`build_vocabulary` with these settings; returns its summary."""
-        self.validate()
-        if self.runner:
-            from data_pipeline import beam_vocab  # pylint: disable=g-import-not-at-top
+        """Learns the vocabulary on this machine; returns its summary.
 
-            return beam_vocab.build_vocabulary_beam(
-                self.input_patterns,
-                self.vocab_size,
-                self.output_file,
-                lowercase=self.lowercase,
-                runner=self.runner,
-                num_partitions=self.num_partitions,
-                beam_options=self.beam_options,
-                text_input=self,
-                max_words=self.max_words,
-            )
+        With `runner` set, `data_pipeline.beam_vocab.build_from_config`
+        learns it on Apache Beam instead (`scripts/build_vocab.py` chooses).
+        """
+        self.validate()
         return build_vocabulary(
             self.input_patterns,
             self.vocab_size,
@@ -338,7 +328,7 @@ def build_vocabulary(
 
     Raises:
       ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens,
-        an `output_file` that is a directory; `corpus.InputError`: empty,
+        an `output_file` that is a directory; `UserError`: empty,
         binary or undecodable input (nothing is written).
       FileNotFoundError: if an input file is missing.
       fileio.OutputError: the directory of `output_file` cannot be created

@@ -26,12 +26,12 @@ import time
 from absl import app
 
 from data_pipeline import beam_common
-from data_pipeline import cli
-from data_pipeline import config_flags
-from data_pipeline import process_startup
 from data_pipeline import shards as shards_lib
+from tupe_tf.utils import cli
+from tupe_tf.utils import config_flags
+from tupe_tf.utils import process_startup
 
-# Before anything imports TensorFlow (see data_pipeline/process_startup.py).
+# Before anything imports TensorFlow (see tupe_tf/utils/process_startup.py).
 process_startup.skip_unused_optional_imports()
 
 config_flags.define_flags(shards_lib.ShardConfig)

@@ -21,9 +21,9 @@ import time
 
 from absl import app
 
-from data_pipeline import cli
-from data_pipeline import config_flags
 from data_pipeline import vocab as vocab_lib
+from tupe_tf.utils import cli
+from tupe_tf.utils import config_flags
 
 config_flags.define_flags(vocab_lib.VocabConfig)
 
@@ -33,7 +33,12 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = config_flags.validated_config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
-    result = config.build()
+    if config.runner:
+        from data_pipeline import beam_vocab
+
+        result = beam_vocab.build_from_config(config)
+    else:
+        result = config.build()
     result["seconds"] = round(time.time() - start, 2)
     print(json.dumps(result, indent=2))
 

@@ -17,10 +17,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import flags  # noqa: E402
 
-from data_pipeline import config_flags  # noqa: E402
 from tupe_tf.analysis import compare  # noqa: E402
-from tupe_tf.training import cli  # noqa: E402
-from tupe_tf.training.config import InvalidInputError  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
+from tupe_tf.utils.errors import UserError  # noqa: E402
 
 config_flags.define_flags(compare.CompareConfig)
 
@@ -34,10 +34,10 @@ def compare_from_flags(flag_values):
         if config.from_results:
             return compare.report(config)
         return compare.run_comparison(config, max_runs=config.max_runs)
-    except InvalidInputError:
+    except UserError:
         raise
     except ValueError as error:
-        raise InvalidInputError(str(error)) from error
+        raise UserError(str(error)) from error
 
 
 def print_result(result):

@@ -29,12 +29,12 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 import tupe_tf.export  # noqa: E402
-from data_pipeline import config_flags  # noqa: E402
-from data_pipeline.config_flags import setting  # noqa: E402
-from data_pipeline.keyword_arguments import refuses_unknown_fields  # noqa: E402
-from tupe_tf.training import cli  # noqa: E402
-from tupe_tf.training.config import InvalidInputError  # noqa: E402
 from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
+from tupe_tf.utils.config_flags import setting  # noqa: E402
+from tupe_tf.utils.errors import UserError  # noqa: E402
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields  # noqa: E402
 
 
 @refuses_unknown_fields
@@ -82,14 +82,14 @@ config_flags.define_flags(ExportSettings)
 
 
 def export(settings):
-    """Exports as `settings` say; a user error is an `InvalidInputError`."""
+    """Exports as `settings` say; a user error is a `UserError`."""
     if os.path.exists(settings.export_dir) and not settings.overwrite:
-        raise InvalidInputError(
+        raise UserError(
             f"--export_dir={settings.export_dir} already exists; pass "
             "--overwrite to replace it (only once the new export is complete)."
         )
     if not os.path.isdir(settings.preset):
-        raise InvalidInputError(
+        raise UserError(
             f"--preset={settings.preset} is not a directory. Pass a preset "
             "written by scripts/pretrain.py or save_to_preset."
         )
@@ -107,9 +107,7 @@ def export(settings):
             fold_positional_bias=settings.fold_positional_bias,
         )
     except (FileExistsError, ValueError) as error:
-        raise InvalidInputError(
-            f"--preset={settings.preset}: {error}"
-        ) from error
+        raise UserError(f"--preset={settings.preset}: {error}") from error
 
 
 def export_from_flags(flag_values):

@@ -16,10 +16,10 @@ import os
 # Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from data_pipeline import config_flags  # noqa: E402
-from tupe_tf.training import cli  # noqa: E402
 from tupe_tf.training import config as config_lib  # noqa: E402
 from tupe_tf.training import pretrain  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
 
 config_flags.define_flags(config_lib.PretrainConfig)
 

@@ -15,12 +15,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import flags  # noqa: E402
 
-from data_pipeline import config_flags  # noqa: E402
 from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
 from tupe_tf.models.preset_check import check_preset  # noqa: E402
-from tupe_tf.training import cli  # noqa: E402
-from tupe_tf.training.config import InvalidInputError  # noqa: E402
 from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
+from tupe_tf.utils.errors import UserError  # noqa: E402
 
 config_flags.define_flags(VisualizeConfig)
 
@@ -35,10 +35,10 @@ def visualize(flag_values):
             check_preset(preset)
         check_writable_dir(config.figures_dir(), "--output_dir")
         return config.run()
-    except InvalidInputError:
+    except UserError:
         raise
     except ValueError as error:
-        raise InvalidInputError(str(error)) from error
+        raise UserError(str(error)) from error
 
 
 def print_paths(paths):

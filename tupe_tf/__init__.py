@@ -1,14 +1,50 @@
-"""tupe-tf: TUPE and DIET positional encodings for keras-hub BERT encoders."""
+"""tupe-tf: TUPE and DIET positional encodings for keras-hub BERT encoders.
 
-from tupe_tf import layers
-from tupe_tf.models import POSITION_ENCODINGS
-from tupe_tf.models import SEGMENT_ENCODINGS
-from tupe_tf.models import TupeBackbone
-from tupe_tf.models import TupeMaskedLM
-from tupe_tf.models import TupeMaskedLMPreprocessor
-from tupe_tf.models import TupeTextClassifier
-from tupe_tf.models import TupeTextClassifierPreprocessor
-from tupe_tf.models import TupeTokenizer
-from tupe_tf.models import check_preset
-from tupe_tf.models import load_bert_weights
+The public names below load on first use (PEP 562), so that importing a
+light subpackage, e.g. `tupe_tf.utils` from the data pipeline, does not
+load Keras or the model code.
+
+Example:
+>>> import tupe_tf  # doctest: +SKIP
+>>> backbone = tupe_tf.TupeBackbone(
+...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+...     intermediate_dim=32, position_encoding="tupe-r")  # doctest: +SKIP
+"""
+
+import importlib
+
 from tupe_tf.version import __version__
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "layers": "tupe_tf.layers",
+    "POSITION_ENCODINGS": "tupe_tf.models",
+    "SEGMENT_ENCODINGS": "tupe_tf.models",
+    "TupeBackbone": "tupe_tf.models",
+    "TupeMaskedLM": "tupe_tf.models",
+    "TupeMaskedLMPreprocessor": "tupe_tf.models",
+    "TupeTextClassifier": "tupe_tf.models",
+    "TupeTextClassifierPreprocessor": "tupe_tf.models",
+    "TupeTokenizer": "tupe_tf.models",
+    "check_preset": "tupe_tf.models",
+    "load_bert_weights": "tupe_tf.models",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'tupe_tf' has no attribute {name!r}")
+    module = importlib.import_module(_PUBLIC[name])
+    value = (
+        module
+        if module.__name__ == f"tupe_tf.{name}"
+        else getattr(module, name)
+    )
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

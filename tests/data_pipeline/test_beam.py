@@ -17,6 +17,7 @@ from tests import subprocesses
 from tests.data_pipeline import conftest
 from tests.data_pipeline import test_script_errors
 from tests.data_pipeline import test_scripts
+from tupe_tf.utils.errors import UserError
 
 pytest.importorskip(
     "apache_beam",
@@ -187,11 +188,11 @@ def test_beam_vocabulary_refuses_what_is_not_text(tmp_path, corpus_file):
     junk = tmp_path / "junk.txt"
     junk.write_bytes(conftest.undecodable_bytes())
     out = tmp_path / "new" / "vocab.txt"
-    with pytest.raises(corpus.InputError, match="ls is not text.*NUL"):
+    with pytest.raises(UserError, match="ls is not text.*NUL"):
         beam_vocab.build_vocabulary_beam(str(binary), 100, str(out))
     # Found by the workers while they read: reported by the launcher as the
     # reader's error, named, with its figure and flag.
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         beam_vocab.build_vocabulary_beam(
             f"{corpus_file},{junk}", 100, str(out), num_partitions=2
         )
@@ -217,15 +218,15 @@ def test_beam_shards_refuse_what_is_not_text(tmp_path, corpus_file, vocab_file):
     greek = tmp_path / "greek.txt"
     greek.write_text(conftest.greek_text(), encoding="utf-8")
     out = tmp_path / "out"
-    with pytest.raises(corpus.InputError, match="ls is not text.*NUL"):
+    with pytest.raises(UserError, match="ls is not text.*NUL"):
         beam_shards.build_shards_beam(_config(str(binary), vocab_file, out))
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         beam_shards.build_shards_beam(
             _config(f"{corpus_file},{junk}", vocab_file, out)
         )
     assert str(junk) in str(error.value)
     assert "--max_invalid_line_fraction" in str(error.value)
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         beam_shards.build_shards_beam(_config(str(greek), vocab_file, out))
     assert "100.0% of the 480 tokens are [UNK]" in str(error.value)
     assert "--max_unk_fraction" in str(error.value)

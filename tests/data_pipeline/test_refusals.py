@@ -7,10 +7,11 @@ import os
 import pytest
 
 from data_pipeline import corpus
-from data_pipeline import fileio
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 SEQ = conftest.TEST_SEQ_LENGTH
 
@@ -44,7 +45,7 @@ def test_binary_input_is_refused_before_building(tmp_path, vocab_file):
     binary = tmp_path / "ls"
     binary.write_bytes(conftest.binary_bytes())
     out = tmp_path / "out"
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         shards.build_shards(_config(binary, vocab_file, out))
     message = str(error.value)
     assert str(binary) in message and "byte 7" in message
@@ -61,7 +62,7 @@ def test_nul_after_the_sniffed_bytes_is_refused_while_reading(
     mixed.write_bytes(text + b"tail \0 bytes\n")
     line = text.count(b"\n") + 1
     out = tmp_path / "out"
-    with pytest.raises(corpus.InputError, match=f"line {line} holds a NUL"):
+    with pytest.raises(UserError, match=f"line {line} holds a NUL"):
         shards.build_shards(_config(mixed, vocab_file, out))
     assert not out.exists()
 
@@ -70,7 +71,7 @@ def test_undecodable_input_is_refused_then_let_through(tmp_path, vocab_file):
     junk = tmp_path / "junk.txt"
     junk.write_bytes(conftest.undecodable_bytes())
     out = tmp_path / "out"
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         shards.build_shards(_config(junk, vocab_file, out))
     message = str(error.value)
     assert str(junk) in message and "200 of its 200 non-blank lines" in message
@@ -79,7 +80,7 @@ def test_undecodable_input_is_refused_then_let_through(tmp_path, vocab_file):
     )
     assert not out.exists()
     # Let through, the replacement characters are [UNK]: the next refusal.
-    with pytest.raises(corpus.InputError, match="--max_unk_fraction"):
+    with pytest.raises(UserError, match="--max_unk_fraction"):
         shards.build_shards(
             _config(junk, vocab_file, out, max_invalid_line_fraction=1)
         )
@@ -121,7 +122,7 @@ def test_unk_heavy_text_is_refused_and_old_shards_stay(
     out = tmp_path / "out"
     shards.build_shards(_config(corpus_file, vocab_file, out))
     before = _tree(out)
-    with pytest.raises(corpus.InputError) as error:
+    with pytest.raises(UserError) as error:
         shards.build_shards(_config(greek, vocab_file, out, overwrite=True))
     message = str(error.value)
     assert str(greek) in message and vocab_file in message
@@ -152,16 +153,14 @@ def test_damaged_gzip_is_named_not_a_tensorflow_error(
 ):
     not_gzip = tmp_path / "plain.gz"
     not_gzip.write_bytes(b"plain text, not gzip\n")
-    with pytest.raises(
-        corpus.InputError, match="Cannot read input file.*plain"
-    ):
+    with pytest.raises(UserError, match="Cannot read input file.*plain"):
         shards.build_shards(_config(not_gzip, vocab_file, tmp_path / "a"))
     # Truncated after the sniffed bytes: found while tf.data reads it, and
     # raised as the reader's error, not as TensorFlow's.
     data = gzip.compress(open(corpus_file, "rb").read() * 4)
     truncated = tmp_path / "cut.gz"
     truncated.write_bytes(data[: len(data) // 2])
-    with pytest.raises(corpus.InputError, match="Cannot read input file.*cut"):
+    with pytest.raises(UserError, match="Cannot read input file.*cut"):
         shards.build_shards(_config(truncated, vocab_file, tmp_path / "b"))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
@@ -176,10 +175,10 @@ def test_vocabulary_builders_refuse_what_is_not_text(tmp_path, learner):
     junk = tmp_path / "junk.txt"
     junk.write_bytes(conftest.undecodable_bytes())
     out = tmp_path / "new" / "vocab.txt"
-    with pytest.raises(corpus.InputError, match="ls is not text.*NUL"):
+    with pytest.raises(UserError, match="ls is not text.*NUL"):
         vocab_lib.build_vocabulary(str(binary), 100, str(out), learner=learner)
     with pytest.raises(
-        corpus.InputError, match="junk.txt is not UTF-8.*max_invalid_line"
+        UserError, match="junk.txt is not UTF-8.*max_invalid_line"
     ):
         vocab_lib.build_vocabulary(str(junk), 100, str(out), learner=learner)
     assert not (tmp_path / "new").exists()
@@ -222,7 +221,7 @@ def test_undecodable_start_is_refused_early(tmp_path):
     # Over the whole file the share is under the limit...
     assert first / (51 * first) < settings.max_invalid_line_fraction
     read = 0
-    with pytest.raises(corpus.InputError, match=f"of the first {first} non"):
+    with pytest.raises(UserError, match=f"of the first {first} non"):
         for lines, _ in corpus.text_line_batches(
             [str(path)], text_input=settings
         ):
@@ -248,7 +247,7 @@ def test_sniff_finds_empty_corpora_and_unreadable_files(tmp_path):
     blank.write_text(" \n\n\t\n")
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    with pytest.raises(corpus.InputError, match="Empty corpus.*blank.txt"):
+    with pytest.raises(UserError, match="Empty corpus.*blank.txt"):
         corpus.resolve_input_files(f"{blank},{empty}", text_input=settings)
     (tmp_path / "text.txt").write_text("words\n")
     files = corpus.resolve_input_files(
@@ -257,9 +256,7 @@ def test_sniff_finds_empty_corpora_and_unreadable_files(tmp_path):
     assert len(files) == 2
     bad_bz2 = tmp_path / "x.bz2"
     bad_bz2.write_bytes(b"not bzip2")
-    with pytest.raises(
-        corpus.InputError, match="Cannot read input file.*x.bz2"
-    ):
+    with pytest.raises(UserError, match="Cannot read input file.*x.bz2"):
         corpus.resolve_input_files(str(bad_bz2), text_input=settings)
 
 

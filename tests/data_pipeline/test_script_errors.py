@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from data_pipeline import fileio
 from tests import subprocesses
 from tests.data_pipeline import conftest
 from tests.data_pipeline.test_scripts import ROOT
 from tests.data_pipeline.test_scripts import _run
+from tupe_tf.utils import fileio
 
 USAGE = 2
 # TensorFlow's logs as a user sees them by default: what TensorFlow logs

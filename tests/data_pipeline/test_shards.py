@@ -9,11 +9,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from data_pipeline import corpus as corpus_lib
-from data_pipeline import fileio
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 SEQ = conftest.TEST_SEQ_LENGTH
 
@@ -503,7 +504,7 @@ def test_a_read_error_comes_out_after_the_batches_before_it(vocab_file):
     def line_batches():
         for _ in range(3):
             yield ["the cat sat", "on the mat"], [0, 0]
-        raise corpus_lib.InputError("bad input.txt")
+        raise UserError("bad input.txt")
 
     batches = shards.tokenized_line_batches(
         [],
@@ -513,7 +514,7 @@ def test_a_read_error_comes_out_after_the_batches_before_it(vocab_file):
         line_batches=line_batches(),
     )
     received = []
-    with pytest.raises(corpus_lib.InputError, match="bad input.txt"):
+    with pytest.raises(UserError, match="bad input.txt"):
         for flat_ids, row_splits, kinds in batches:
             received.append(len(row_splits) - 1)
     assert received == [2, 2, 2]

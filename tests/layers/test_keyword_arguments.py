@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
-from data_pipeline.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 
 class Example:

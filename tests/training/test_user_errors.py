@@ -26,11 +26,11 @@ from tests.training.conftest import pretrain_config
 from tests.training.conftest import run_script
 from tests.training.conftest import subprocess_env
 from tupe_tf.training import GlueConfig
-from tupe_tf.training import InvalidInputError
-from tupe_tf.training import cli
 from tupe_tf.training import pretrain
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.pretrain import run_pretraining
+from tupe_tf.utils import cli
+from tupe_tf.utils.errors import UserError
 
 SCRIPTS = os.path.join(REPO, "scripts")
 EXPORT_SCRIPT = os.path.join(SCRIPTS, "export.py")
@@ -142,7 +142,7 @@ def test_truncated_shard_is_refused_before_training(
     files = {"train": bad, "eval": shard_copy[1]}
     config = pretrain_config(tmp_path / "model", files, vocab_file)
     with pytest.raises(
-        InvalidInputError,
+        UserError,
         match=r"--train_files: 1 bad shard\(s\): .*truncated or modified.*"
         r"pass --skip_bad_shards",
     ):
@@ -153,7 +153,7 @@ def test_truncated_shard_is_refused_before_training(
     )
     # With every training shard bad there is nothing left to train on.
     with pytest.raises(
-        InvalidInputError, match="--train_files: no readable shard left"
+        UserError, match="--train_files: no readable shard left"
     ):
         pretrain.prepare_run(skipping)
 
@@ -164,7 +164,7 @@ def test_bad_vocabulary_and_shard_files_are_named(tmp_path, shards, vocab_file):
     for vocab in (str(empty), str(tmp_path)):
         config = pretrain_config(tmp_path / "m", shards, vocab)
         with pytest.raises(
-            InvalidInputError,
+            UserError,
             match=r"--vocab_file='.*' is not a usable vocabulary",
         ):
             pretrain.prepare_run(config)
@@ -176,7 +176,7 @@ def test_bad_vocabulary_and_shard_files_are_named(tmp_path, shards, vocab_file):
         tmp_path / "m", dict(shards, train=str(stray)), vocab_file
     )
     with pytest.raises(
-        InvalidInputError, match=r"--train_files: .*manifest.*build_shards"
+        UserError, match=r"--train_files: .*manifest.*build_shards"
     ):
         pretrain.prepare_run(config)
 
@@ -188,7 +188,7 @@ def test_unwritable_work_dir_is_refused_before_building_data(tmp_path):
     blocker.write_text("")
     config = PretrainConfig(work_dir=str(blocker / "work"), model_dir=None)
     with pytest.raises(
-        InvalidInputError, match=r"--work_dir=.*a_file/work' is not writable"
+        UserError, match=r"--work_dir=.*a_file/work' is not writable"
     ):
         pretrain.prepare_run(config)
 
@@ -222,7 +222,7 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
 
     # Model flags other than those of the checkpoint.
     before = snapshot()
-    with pytest.raises(InvalidInputError, match=r"ckpt-2 cannot be restored"):
+    with pytest.raises(UserError, match=r"ckpt-2 cannot be restored"):
         rerun(hidden_dim=64, intermediate_dim=64)
     assert snapshot() == before
     # Garbage in the checkpoint's index, then in the `checkpoint` index file.
@@ -230,7 +230,7 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
     index.write_bytes(b"garbage" * 10)
     before = snapshot()
     with pytest.raises(
-        InvalidInputError,
+        UserError,
         match=r"--model_dir=.*checkpoint .*ckpt-2 cannot be restored .*"
         r"Nothing was changed",
     ):
@@ -239,7 +239,7 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
     (checkpoints / "checkpoint").write_text("{{{ not a checkpoint index")
     before = snapshot()
     with pytest.raises(
-        InvalidInputError,
+        UserError,
         match=r"the checkpoint index .*checkpoint is missing, unreadable or "
         r"names a checkpoint that is gone, but the directory holds ckpt-2",
     ):
@@ -311,7 +311,7 @@ def test_damaged_preset_is_refused_before_fine_tuning(
         seq_length=16,
     )
     with pytest.raises(
-        InvalidInputError,
+        UserError,
         match=rf"--preset: Preset .* is damaged: {damaged} cannot be read",
     ):
         run_glue(config)
@@ -331,7 +331,7 @@ def test_unwritable_output_dir_is_refused_before_fine_tuning(
         seq_length=16,
     )
     with pytest.raises(
-        InvalidInputError, match=r"--output_dir=.*a_file/sst2' is not writable"
+        UserError, match=r"--output_dir=.*a_file/sst2' is not writable"
     ):
         run_glue(config)
 
@@ -347,7 +347,7 @@ def test_glue_file_that_is_not_text_is_named(tmp_path, tiny_preset, glue_dir):
         seq_length=16,
     )
     with pytest.raises(
-        InvalidInputError,
+        UserError,
         match=r"--glue_dir=.*: the GLUE sst2 train file is not UTF-8 text",
     ):
         run_glue(config)

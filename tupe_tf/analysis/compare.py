@@ -29,13 +29,13 @@ import time
 from typing import Optional
 from typing import Sequence
 
-from data_pipeline import fileio
-from data_pipeline.config_flags import setting
-from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.analysis import study_stats
 from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
+from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 # Ablations of a table entry: name -> (base encoding, extra options).
 ABLATIONS = {"tupe-a-tie-cls": ("tupe-a", {"untie_cls": False})}

@@ -6,7 +6,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from data_pipeline import fileio  # noqa: E402
+from tupe_tf.utils import fileio  # noqa: E402
 
 
 def plot_positional_bias(

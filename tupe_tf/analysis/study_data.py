@@ -19,8 +19,8 @@ import json
 import math
 import os
 
-from data_pipeline import fileio
 from data_pipeline.default_data import DEFAULT_VOCAB_SIZE
+from tupe_tf.utils import fileio
 
 
 @dataclasses.dataclass

@@ -8,8 +8,8 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from data_pipeline import fileio  # noqa: E402
 from tupe_tf.analysis import study_stats  # noqa: E402
+from tupe_tf.utils import fileio  # noqa: E402
 
 # Fixed metadata: the same JSON files give the same PNG bytes.
 _METADATA = {"Software": None}

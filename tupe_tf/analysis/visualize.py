@@ -7,11 +7,11 @@ from typing import Sequence
 
 import numpy as np
 
-from data_pipeline.config_flags import setting
-from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.analysis import figures
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 
 def random_inputs(backbone, sequence_length, batch_size=2, seed=0):

@@ -7,9 +7,9 @@ import os
 import keras
 import keras_hub
 
-from data_pipeline import fileio
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.utils import fileio
 from tupe_tf.version import __version__
 
 FORMATS = ("serving", "hub_encoder", "hub_preprocessor")

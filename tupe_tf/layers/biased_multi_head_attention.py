@@ -5,8 +5,8 @@ import math
 import keras
 from keras import ops
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.rotary_position_tables import rotate
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

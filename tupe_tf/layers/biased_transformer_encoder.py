@@ -3,9 +3,9 @@
 import keras
 from keras_hub.layers import TransformerEncoder
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
 from tupe_tf.layers.keras_hub_internals import clone_initializer
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

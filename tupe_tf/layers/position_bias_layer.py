@@ -4,8 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sequence_length import checked_sequence_length
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 class PositionBiasLayer(keras.layers.Layer):

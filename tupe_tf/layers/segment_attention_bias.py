@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.layers.sharing import sharing_units
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

@@ -11,7 +11,6 @@ from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
@@ -20,6 +19,7 @@ from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
 
 

@@ -4,9 +4,9 @@ import keras
 from keras_hub.models import BertMaskedLM
 from keras_hub.models import Task
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

@@ -3,10 +3,10 @@
 import keras
 from keras_hub.models import BertMaskedLMPreprocessor
 
-from data_pipeline.keyword_arguments import PRESET_KEYWORDS
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
+from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

@@ -4,11 +4,11 @@ import keras
 from keras_hub.models import BertTextClassifier
 from keras_hub.models import Task
 
-from data_pipeline.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,
 )
+from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

@@ -10,7 +10,6 @@ from tupe_tf.training.callbacks import TrainingLogger
 from tupe_tf.training.config import GLUE_TASKS
 from tupe_tf.training.config import MODEL_SIZES
 from tupe_tf.training.config import GlueConfig
-from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.config import ModelConfig
 from tupe_tf.training.config import OptimizerConfig
 from tupe_tf.training.config import PretrainConfig

@@ -16,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from tupe_tf.training.optimization import current_learning_rate
+from tupe_tf.utils.errors import UserError
 
 
 def global_step(model):
@@ -25,8 +26,12 @@ def global_step(model):
     )
 
 
-class NonFiniteLossError(RuntimeError):
-    """Raised when the training loss becomes NaN or infinite."""
+class NonFiniteLossError(UserError, RuntimeError):
+    """Raised when the training loss becomes NaN or infinite: training on
+    garbage is refused, and the last good checkpoint is kept (exit code 3
+    in the scripts)."""
+
+    exit_code = 3
 
 
 class TrainingLogger(keras.callbacks.Callback):

@@ -2,7 +2,7 @@
 
 The dataclasses here are the single source of truth for every training
 option, its default and its help: the scripts' flags are generated from them
-(`data_pipeline.config_flags`), and the library entry points
+(`tupe_tf.utils.config_flags`), and the library entry points
 (`run_pretraining`, `run_glue`) only read them.
 """
 
@@ -11,19 +11,9 @@ import os
 from typing import Optional
 from typing import Sequence
 
-from data_pipeline.config_flags import setting
-from data_pipeline.keyword_arguments import refuses_unknown_fields
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
-
-
-class InvalidInputError(ValueError):
-    """Bad flags or files, refused with one message naming the culprit.
-
-    Found before training starts (nothing written), or, for a shard that
-    turns out corrupted while it is read, during training (the last
-    checkpoint is kept).
-    """
-
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
 # compact ones). `tiny` is the few-minute CPU model.

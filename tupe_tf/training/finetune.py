@@ -18,14 +18,14 @@ import tensorflow as tf
 from absl import logging
 
 from data_pipeline import dataset_options
-from data_pipeline import fileio
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
-from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.training.pretrain import check_writable_dir
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 
 def _preset_backbone_config(preset):
@@ -52,7 +52,7 @@ def _load_from_preset(cls, preset, **kwargs):
     try:
         return cls.from_preset(preset, **kwargs)
     except (OSError, ValueError, KeyError) as error:
-        raise InvalidInputError(
+        raise UserError(
             f"--preset={preset!r}: its {cls.__name__} cannot be loaded "
             f"({error}). Save the preset again with scripts/pretrain.py."
         ) from error
@@ -344,10 +344,10 @@ def run_glue(config: GlueConfig):
         ]
         # The vocabulary is needed by every run: refuse a bad one now.
         _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
-    except InvalidInputError:
+    except UserError:
         raise
     except (ValueError, FileNotFoundError) as error:
-        raise InvalidInputError(str(error)) from error
+        raise UserError(str(error)) from error
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
     runs = []

@@ -20,17 +20,17 @@ import warnings
 import keras
 import tensorflow as tf
 
-from data_pipeline import fileio
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
 from tupe_tf.training.callbacks import TrainingLogger
 from tupe_tf.training.callbacks import global_step
-from tupe_tf.training.config import InvalidInputError
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.training.optimization import create_optimizer
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 
 @dataclasses.dataclass
@@ -56,7 +56,7 @@ def _expand_patterns(patterns, flag):
 
 
 def check_writable_dir(directory, flag="--model_dir"):
-    """Raises `InvalidInputError` naming `flag` if `directory` cannot be
+    """Raises `UserError` naming `flag` if `directory` cannot be
     written.
 
     Creates `directory` (remote paths included) and writes and removes a
@@ -69,7 +69,7 @@ def check_writable_dir(directory, flag="--model_dir"):
             f.write("ok")
         tf.io.gfile.remove(probe)
     except (OSError, tf.errors.OpError) as error:
-        raise InvalidInputError(
+        raise UserError(
             f"{flag}={directory!r} is not writable: {error}"
         ) from error
 
@@ -396,7 +396,7 @@ def prepare_run(config):
     """Steps "strategy", "data" and "validate": a checked `PretrainingRun`.
 
     Raises:
-        InvalidInputError: naming the bad flag or file; nothing trained.
+        UserError: naming the bad flag or file; nothing trained.
     """
     runtime = config.runtime
     try:
@@ -410,10 +410,10 @@ def prepare_run(config):
         config = resolve_default_data(config)
         validate_config(config, strategy)
         config = resolve_learning_rate(config)
-    except InvalidInputError:
+    except UserError:
         raise
     except ValueError as error:
-        raise InvalidInputError(str(error)) from error
+        raise UserError(str(error)) from error
     return PretrainingRun(
         config=config,
         strategy=strategy,
@@ -463,7 +463,7 @@ def restore_latest_checkpoint(checkpoint, config):
         Its path, or `None` when there is none (a fresh start).
 
     Raises:
-        InvalidInputError: the index or the checkpoint is unreadable, or
+        UserError: the index or the checkpoint is unreadable, or
             written by a different model; nothing on disk is changed.
     """
     directory = config.checkpoint_dir
@@ -475,7 +475,7 @@ def restore_latest_checkpoint(checkpoint, config):
             checkpoint.restore(latest).assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError) as error:
         reason = str(getattr(error, "message", error)).strip().splitlines()
-        raise InvalidInputError(
+        raise UserError(
             f"--model_dir={config.model_dir!r}: {what} cannot be restored "
             f"({reason[0] if reason else type(error).__name__}). It is "
             "damaged, or was written by a model with other flags. Nothing "
@@ -491,7 +491,7 @@ def restore_latest_checkpoint(checkpoint, config):
         )
         if found:
             # Starting over would overwrite them.
-            raise InvalidInputError(
+            raise UserError(
                 f"--model_dir={config.model_dir!r}: {what} is missing, "
                 "unreadable or names a checkpoint that is gone, but the "
                 f"directory holds {', '.join(found)}. Nothing was changed: "
@@ -714,7 +714,7 @@ def run_pretraining(config: PretrainConfig):
         A `PretrainingResult`.
 
     Raises:
-        InvalidInputError: (a `ValueError`) bad input, before training starts.
+        UserError: (a `ValueError`) bad input, before training starts.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -761,14 +761,14 @@ _BAD_SHARD_ASSERTION = re.compile(
 
 
 def refuse_bad_shard(error, config):
-    """Turns the reader's bad-shard assertion into an `InvalidInputError`.
+    """Turns the reader's bad-shard assertion into an `UserError`.
 
     Args:
         error: a `tf.errors.OpError` raised while training or evaluating.
         config: the run's `PretrainConfig`.
 
     Raises:
-        InvalidInputError: naming the shard, `--skip_bad_shards` and the
+        UserError: naming the shard, `--skip_bad_shards` and the
             checkpoint training resumes from, if `error` is the reader's;
             otherwise nothing is raised.
     """
@@ -783,7 +783,7 @@ def refuse_bad_shard(error, config):
         if latest
         else "no checkpoint had been written yet"
     )
-    raise InvalidInputError(f"{message} Training stopped; {kept}.") from error
+    raise UserError(f"{message} Training stopped; {kept}.") from error
 
 
 def _vocabulary_size(vocab_file):

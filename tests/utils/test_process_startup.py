@@ -25,7 +25,7 @@ def _python(code):
 def test_tensorflow_and_text_work_without_the_skipped_modules():
     result = _python("""
       import sys
-      from data_pipeline import process_startup
+      from tupe_tf.utils import process_startup
       skipped = process_startup.skip_unused_optional_imports()
       import tensorflow as tf
       import tensorflow_text as tf_text
@@ -42,7 +42,7 @@ def test_tensorflow_and_text_work_without_the_skipped_modules():
 def test_already_imported_modules_are_left_alone():
     result = _python("""
       import json
-      from data_pipeline import process_startup
+      from tupe_tf.utils import process_startup
       print(process_startup.skip_unused_optional_imports(("json", "nope_x")))
       import json as again
       print(again.dumps(1))
@@ -55,7 +55,7 @@ def test_exit_without_teardown_flushes_and_returns_the_code():
     result = _python("""
       import sys
       from absl import logging
-      from data_pipeline import process_startup
+      from tupe_tf.utils import process_startup
       print("to stdout", end="")
       sys.stderr.write("to stderr")
       process_startup.exit_without_teardown(3)

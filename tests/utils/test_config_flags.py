@@ -5,8 +5,8 @@ from typing import Sequence
 import pytest
 from absl import flags
 
-from data_pipeline import config_flags
-from data_pipeline.config_flags import setting
+from tupe_tf.utils import config_flags
+from tupe_tf.utils.config_flags import setting
 
 
 @dataclasses.dataclass

@@ -12,16 +12,15 @@ import os
 import secrets
 import shutil
 
+from tupe_tf.utils.errors import UserError
+
 _GLOB_CHARS = "*?["
 _TMP_SUFFIX = ".tmp"
 
 
-class NoMatchingFileError(FileNotFoundError, ValueError):
-    """A file or pattern names no existing file.
-
-    Both a `FileNotFoundError` (what the data tools raise) and a `ValueError`
-    (what a bad flag raises in the training library).
-    """
+class NoMatchingFileError(UserError, FileNotFoundError):
+    """A file or pattern names no existing file (also a
+    `FileNotFoundError`)."""
 
 
 def sha256_hex(data):
@@ -220,7 +219,7 @@ def atomic_directory(path, overwrite=False, what="Directory"):
         shutil.rmtree(old_dir, ignore_errors=True)
 
 
-class OutputError(OSError):
+class OutputError(UserError, OSError):
     """An output path that cannot be created or written; the message names
     it and the flag."""
 

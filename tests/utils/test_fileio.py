@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from data_pipeline import fileio
+from tupe_tf.utils import fileio
 
 
 def test_hashes_match_hashlib(tmp_path):
@@ -151,7 +151,7 @@ def test_expand_errors_name_the_source_and_the_pattern(tmp_path):
 
 def test_importing_fileio_does_not_import_tensorflow():
     code = (
-        "import sys, data_pipeline.fileio, data_pipeline.corpus, "
+        "import sys, tupe_tf.utils.fileio, data_pipeline.corpus, "
         "data_pipeline.vocab, data_pipeline.default_data; "
         "print('tensorflow' in sys.modules or 'keras' in sys.modules)"
     )

@@ -1,0 +1,10 @@
+"""Generic helpers that every other package of tupe-tf may import.
+
+They import only the standard library and absl (no TensorFlow, Keras or
+model code), so that `tupe_tf.layers`, `tupe_tf.models`, `tupe_tf.training`
+and `data_pipeline` all build on them without importing one another:
+user errors (`errors`), the scripts' runner (`cli`), flags generated from
+config dataclasses (`config_flags`), refusal of misspelt keywords
+(`keyword_arguments`), atomic file output (`fileio`) and process start-up
+(`process_startup`).
+"""

@@ -1,0 +1,31 @@
+"""The one base class of every refusal of the user's input.
+
+A flag value, a file, an output path or a combination of settings that
+cannot work is refused by raising `UserError` (or a subclass) with a message
+that names the flag or the file and says what to do. `tupe_tf.utils.cli`
+turns exactly these (and absl's flag errors) into the scripts' one `ERROR:`
+line and the class's `exit_code`; any other exception is a bug or a failure
+of the machine and keeps its traceback.
+
+`UserError` is a `ValueError`, so Python callers that catch `ValueError`
+for a bad argument keep working.
+
+Example:
+>>> from tupe_tf.utils.errors import UserError
+>>> try:
+...     raise UserError("--num_shards must be >= 1; got 0.")
+... except ValueError as error:
+...     print(error.exit_code, error)
+2 --num_shards must be >= 1; got 0.
+"""
+
+# absl's exit code for usage errors.
+USER_ERROR_EXIT_CODE = 2
+
+
+class UserError(ValueError):
+    """Bad flags, files or settings, refused with one message naming the
+    culprit, before anything is written (or, for a file found damaged while
+    it is read, with everything already written kept)."""
+
+    exit_code = USER_ERROR_EXIT_CODE
