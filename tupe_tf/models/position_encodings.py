@@ -166,7 +166,12 @@ def _alibi(args):
 
 
 _RELATIVE_ARGUMENTS = ("relative_buckets", "relative_max_distance")
-_DIET_SHARINGS = ("layer-wise", "head-wise", "none")
+# diet-abs shares one table across layers by default, diet-rel has one per
+# layer (each option's first sharing is its default).
+_DIET_ABS_SHARINGS = POSITION_SHARINGS
+_DIET_REL_SHARINGS = ("none",) + tuple(
+    s for s in POSITION_SHARINGS if s != "none"
+)
 
 POSITION_ENCODING_TABLE = {
     entry.name: entry
@@ -199,13 +204,13 @@ POSITION_ENCODING_TABLE = {
         PositionEncoding(
             "diet-abs",
             build=_diet_absolute,
-            sharings=_DIET_SHARINGS,
+            sharings=_DIET_ABS_SHARINGS,
             arguments=("position_rank",),
         ),
         PositionEncoding(
             "diet-rel",
             build=_diet_relative,
-            sharings=("none", "layer-wise", "head-wise"),
+            sharings=_DIET_REL_SHARINGS,
         ),
         PositionEncoding(
             "rope",
@@ -216,14 +221,6 @@ POSITION_ENCODING_TABLE = {
         PositionEncoding("alibi", build=_alibi),
     )
 }
-
-if tuple(POSITION_ENCODING_TABLE) != POSITION_ENCODINGS:
-    raise ImportError(
-        "tupe_tf.models.position_encodings and "
-        "tupe_tf.backbone_options.POSITION_ENCODINGS list different options."
-    )
-if not set(_DIET_SHARINGS) <= set(POSITION_SHARINGS):
-    raise ImportError("Unknown sharing mode in the option table.")
 
 
 def validated_encoding(options):
