@@ -11,6 +11,9 @@ VERSION = re.search(
     r'__version__ = "([^"]+)"', (HERE / "tupe_tf" / "version.py").read_text()
 ).group(1)
 
+FIGURES = ["matplotlib>=3.8,<4"]
+TFDS = ["tensorflow-datasets==4.9.10"]
+
 setup(
     name="tupe-tf",
     version=VERSION,
@@ -31,20 +34,24 @@ setup(
         "tensorflow-text==2.21.1",
         "keras==3.15.1",
         "keras-hub==0.32.0",
-        "tensorflow-datasets==4.9.10",
         "absl-py>=2.1,<3",
         "tensorboard==2.21.0",
         "numpy>=1.26,<2.5",
         "gensim==4.4.0",
-        "matplotlib>=3.8,<4",
         # The fast WordPiece learner (also keras-hub requirements).
         "tokenizers>=0.22,<0.24",
         "regex>=2024.4",
     ],
+    # What one feature needs beyond the model, the data pipeline and the
+    # main job (tupe_tf/utils/extras.py says which feature).
     extras_require={
+        "figures": FIGURES,
+        "tfds": TFDS,
         "test": [
+            *FIGURES,
+            *TFDS,
             "pytest>=8,<10",
-            # Two test processes, one per core: the suite in about 13 min.
+            # Two test processes, one per core of the 2-core machine.
             "pytest-xdist==3.8.0",
             "tensorflow-hub==0.16.1",
             "tf-keras==2.21.0",

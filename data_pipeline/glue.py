@@ -28,6 +28,8 @@ from typing import Tuple
 
 import numpy as np
 
+from tupe_tf.utils import extras
+
 NLI_LABELS = {"entailment": 0, "not_entailment": 1}
 MNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
 
@@ -303,8 +305,11 @@ def load_glue_tfds(task, split, data_dir=None, max_examples=None):
     Returns:
         A `GlueSplit`.
     """
-    import tensorflow_datasets as tfds
-
+    tfds = extras.import_extra(
+        "tensorflow_datasets",
+        "tfds",
+        "Loading GLUE from TFDS (without --glue_dir)",
+    )
     task = get_task(task) if isinstance(task, str) else task
     split = _check_split(task, split)
     dataset = tfds.load(f"glue/{task.name}", split=split, data_dir=data_dir)

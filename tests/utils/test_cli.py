@@ -90,3 +90,11 @@ def test_run_main_summarizes_the_result():
     summaries = []
     assert cli.run_main(lambda config: config * 2, 21, summaries.append) == 0
     assert summaries == [42]
+
+
+def test_a_missing_extra_is_a_user_error_naming_it():
+    from tupe_tf.utils import extras
+
+    with pytest.raises(UserError, match=r"pip install 'tupe-tf\[figures\]'"):
+        extras.import_extra("no_such_module_xyz.sub", "figures", "Drawing")
+    assert extras.import_extra("json", "figures", "Drawing").dumps(1) == "1"
