@@ -138,3 +138,76 @@ def test_validate_errors_name_the_flag():
     values = _parse(Checked, ["--input_patterns_extra=-1"])
     with pytest.raises(app.UsageError, match="^--input_patterns_extra: must"):
         config_flags.validated_config_from_flags(Checked, values)
+
+
+@dataclasses.dataclass
+class Ranged:
+    rate: float = setting(
+        0.1, help="A rate.", valid=config_flags.greater_than(0)
+    )
+    ratio: float = setting(
+        0.0, help="A ratio.", valid=config_flags.between(0, 1, high_open=True)
+    )
+    steps: Optional[int] = setting(
+        None, help="Steps.", valid=config_flags.at_least(1)
+    )
+    seeds: Sequence[int] = setting(
+        (0,), help="Seeds.", valid=config_flags.at_least(0)
+    )
+
+
+@pytest.mark.parametrize(
+    "valid, inside, outside, text",
+    [
+        (config_flags.greater_than(0), [1e-9, 5], [0, -1], "> 0"),
+        (config_flags.at_least(1), [1, 7], [0, -3], ">= 1"),
+        (
+            config_flags.between(0, 1, high_open=True),
+            [0, 0.5],
+            [1, -0.1],
+            "in [0, 1)",
+        ),
+        (
+            config_flags.between(0.5, 2.5),
+            [0.5, 2.5],
+            [0.4, 2.6],
+            "in [0.5, 2.5]",
+        ),
+    ],
+)
+def test_a_range_holds_its_values_and_says_what_it_is(
+    valid, inside, outside, text
+):
+    assert all(value in valid for value in inside)
+    assert not any(value in valid for value in outside)
+    assert str(valid) == text
+
+
+def test_the_flag_help_shows_the_range():
+    values = _parse(Ranged, [])
+    assert values["ratio"].help == "A ratio. Valid: in [0, 1)."
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rate=-1"], "--rate=-1 is out of range: it must be > 0."),
+        (["--ratio=1"], "--ratio=1 is out of range: it must be in [0, 1)."),
+        (["--steps=0"], "--steps=0 is out of range: it must be >= 1."),
+        (["--seeds=0,-2"], "--seeds=-2 is out of range: it must be >= 0."),
+    ],
+)
+def test_a_flag_outside_its_range_is_refused_naming_it(argv, message):
+    from tupe_tf.utils.errors import UserError
+
+    values = _parse(Ranged, argv)
+    with pytest.raises(UserError) as error:
+        config_flags.config_from_flags(Ranged, values)
+    assert str(error.value) == message
+
+
+def test_values_inside_their_ranges_and_unset_optionals_pass():
+    values = _parse(Ranged, ["--rate=0.5", "--ratio=0", "--seeds=3"])
+    assert config_flags.config_from_flags(Ranged, values) == Ranged(
+        rate=0.5, ratio=0.0, steps=None, seeds=[3]
+    )

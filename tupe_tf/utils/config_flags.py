@@ -6,6 +6,12 @@ the choices, the flag name, whether the flag is required) as field
 metadata; `define_flags` turns every field into an absl flag and
 `config_from_flags` builds the dataclass back from the parsed flags.
 
+A numeric setting declares its valid values where it is declared
+(`valid=at_least(1)`, `greater_than(0)`, `between(0, 1, high_open=True)`):
+the flag's help shows them, and `config_from_flags` refuses a value outside
+them (`UserError` naming the flag, the value and the range) before the
+script builds or writes anything.
+
 Types: `bool`, `int`, `float`, `str` (an enum when the field has choices),
 `Optional[...]` of them (default `None`), lists/tuples/sequences of them
 (`DEFINE_list` whose elements are parsed to the element type), and nested
@@ -34,14 +40,73 @@ import typing
 from absl import app
 from absl import flags
 
+from tupe_tf.utils.errors import UserError
+
 _TYPES = (bool, int, float, str)
 _SEQUENCE_ORIGINS = (list, tuple, collections.abc.Sequence)
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric setting: an interval, open or closed
+    at either end, unbounded where an end is `None`.
+
+    Args:
+        low: the lower end, or `None`.
+        high: the upper end, or `None`.
+        low_open: `low` itself is outside the range.
+        high_open: `high` itself is outside the range.
+    """
+
+    low: typing.Optional[float] = None
+    high: typing.Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value):
+        if self.low is not None and (
+            value < self.low or (self.low_open and value == self.low)
+        ):
+            return False
+        return self.high is None or (
+            value < self.high or (not self.high_open and value == self.high)
+        )
+
+    def __str__(self):
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        if self.low is None:
+            return f"{'<' if self.high_open else '<='} {_number(self.high)}"
+        return (
+            f"in {'(' if self.low_open else '['}{_number(self.low)}, "
+            f"{_number(self.high)}{')' if self.high_open else ']'}"
+        )
+
+
+def _number(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def at_least(low):
+    """The range `>= low`."""
+    return Range(low=low)
+
+
+def greater_than(low):
+    """The range `> low`."""
+    return Range(low=low, low_open=True)
+
+
+def between(low, high, low_open=False, high_open=False):
+    """The range from `low` to `high` (closed unless said open)."""
+    return Range(low, high, low_open, high_open)
 
 
 def setting(
     default=dataclasses.MISSING,
     *,
     help,
+    valid=None,
     choices=None,
     flag=None,
     required=False,
@@ -55,6 +120,8 @@ def setting(
         default: the default value (lists and tuples are fine: they are
             copied into a `default_factory`).
         help: the flag's help text; the one description of the setting.
+        valid: the `Range` of valid values of a numeric setting (of each
+            element of a list setting); the flag's help shows it.
         choices: the allowed values (an enum flag).
         flag: the flag name when it differs from the field name; `False`
             for a library-only field that gets no flag.
@@ -66,6 +133,7 @@ def setting(
     """
     metadata = {
         "help": help,
+        "valid": valid,
         "choices": tuple(choices) if choices is not None else None,
         "flag": flag,
         "required": required,
@@ -94,6 +162,7 @@ class FlagSpec:
         choices: enum choices, else `None`.
         element_type: element type of a list flag, else `None`.
         required: the flag must be given.
+        valid: the `Range` of valid values, else `None`.
     """
 
     name: str
@@ -104,6 +173,7 @@ class FlagSpec:
     choices: typing.Optional[tuple]
     element_type: typing.Optional[type]
     required: bool
+    valid: typing.Optional[Range] = None
 
 
 def _unwrap_optional(annotation):
@@ -178,10 +248,11 @@ def flag_specs(config_cls, _path=()):
                 path=_path + (field.name,),
                 kind=kind,
                 default=None if meta.get("required") else default,
-                help=meta["help"],
+                help=_help_with_range(meta["help"], meta.get("valid")),
                 choices=meta.get("choices"),
                 element_type=element_type,
                 required=bool(meta.get("required")),
+                valid=meta.get("valid"),
             )
         )
     names = [spec.name for spec in specs]
@@ -191,6 +262,28 @@ def flag_specs(config_cls, _path=()):
             f"{config_cls.__name__}: flag name(s) {duplicates} defined twice."
         )
     return specs
+
+
+def _help_with_range(help_text, valid):
+    return help_text if valid is None else f"{help_text} Valid: {valid}."
+
+
+def check_ranges(config_cls, flag_values=flags.FLAGS):
+    """Refuses a parsed flag whose value is outside its setting's range.
+
+    Raises:
+        UserError: `--name=value is out of range: it must be <range>.`
+    """
+    for spec in flag_specs(config_cls):
+        value = flag_values[spec.name].value
+        if spec.valid is None or value is None:
+            continue
+        for element in value if spec.kind == "list" else [value]:
+            if element not in spec.valid:
+                raise UserError(
+                    f"--{spec.name}={_number(element)} is out of range: it "
+                    f"must be {spec.valid}."
+                )
 
 
 class _TypedListParser(flags.ListParser):
@@ -256,7 +349,12 @@ def define_flags(config_cls, flag_values=flags.FLAGS, skip=()):
 
 def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
     """Builds `config_cls` from parsed flags (fields without a flag keep
-    their defaults); `overrides` replace top-level fields."""
+    their defaults); `overrides` replace top-level fields.
+
+    Raises:
+        UserError: a flag's value is outside its setting's range.
+    """
+    check_ranges(config_cls, flag_values)
     return _build(config_cls, flag_values, (), overrides)
 
 
