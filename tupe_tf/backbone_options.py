@@ -21,6 +21,11 @@ from typing import Any
 from typing import Optional
 from typing import Tuple
 
+from tupe_tf.utils.config_flags import Range
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import between
+from tupe_tf.utils.config_flags import greater_than
+
 POSITION_ENCODINGS = (
     "bert",
     "bert-r",
@@ -47,6 +52,7 @@ class BackboneOption:
         value_type: `int`, `float`, `bool` or `str`.
         help: one-line help text, used by the docstring-free flag layer.
         choices: the allowed values of a string option, or `None`.
+        valid: the `Range` of valid values of a numeric option, or `None`.
     """
 
     name: str
@@ -54,6 +60,7 @@ class BackboneOption:
     value_type: type
     help: str
     choices: Optional[Tuple[str, ...]] = None
+    valid: Optional[Range] = None
 
 
 BACKBONE_OPTIONS = (
@@ -62,11 +69,18 @@ BACKBONE_OPTIONS = (
         0.1,
         float,
         "Dropout of embeddings, attention probabilities and residuals.",
+        valid=between(0.0, 1.0, high_open=True),
     ),
     BackboneOption(
-        "max_sequence_length", 512, int, "Longest sequence (position table)."
+        "max_sequence_length",
+        512,
+        int,
+        "Longest sequence (position table).",
+        valid=at_least(1),
     ),
-    BackboneOption("num_segments", 2, int, "Number of segment ids."),
+    BackboneOption(
+        "num_segments", 2, int, "Number of segment ids.", valid=at_least(1)
+    ),
     BackboneOption(
         "position_encoding",
         "tupe-r",
@@ -88,7 +102,11 @@ BACKBONE_OPTIONS = (
         SEGMENT_ENCODINGS,
     ),
     BackboneOption(
-        "position_rank", None, int, "diet-abs rank (default: head size)."
+        "position_rank",
+        None,
+        int,
+        "diet-abs rank (default: head size).",
+        valid=at_least(1),
     ),
     BackboneOption(
         "position_sharing",
@@ -99,16 +117,25 @@ BACKBONE_OPTIONS = (
         POSITION_SHARINGS,
     ),
     BackboneOption(
-        "relative_buckets", 32, int, "T5 relative buckets (bert-r, tupe-r)."
+        "relative_buckets",
+        32,
+        int,
+        "T5 relative buckets (bert-r, tupe-r; even).",
+        valid=at_least(4),
     ),
     BackboneOption(
-        "relative_max_distance", 128, int, "T5 relative maximum distance."
+        "relative_max_distance",
+        128,
+        int,
+        "T5 relative maximum distance (above relative_buckets / 4).",
+        valid=at_least(2),
     ),
     BackboneOption(
         "rope_max_wavelength",
         10000.0,
         float,
-        "rope: base wavelength of the rotary angles (positive).",
+        "rope: base wavelength of the rotary angles.",
+        valid=greater_than(0),
     ),
     BackboneOption(
         "cls_relative",

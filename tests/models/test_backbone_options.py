@@ -2,6 +2,8 @@
 
 import inspect
 
+import pytest
+
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import POSITION_ENCODINGS
@@ -41,3 +43,36 @@ def test_every_sharing_of_the_table_is_a_declared_sharing():
     assert set(POSITION_ENCODING_TABLE["diet-rel"].sharings) == set(
         POSITION_SHARINGS
     )
+
+
+def out_of_range_value(valid):
+    """A value just outside `valid` (below its low end, else above)."""
+    if valid.low is not None:
+        return valid.low if valid.low_open else valid.low - 1
+    return valid.high if valid.high_open else valid.high + 1
+
+
+@pytest.mark.parametrize(
+    "option",
+    [option for option in BACKBONE_OPTIONS if option.valid],
+    ids=lambda option: option.name,
+)
+def test_a_numeric_option_outside_its_range_is_refused(option):
+    value = option.value_type(out_of_range_value(option.valid))
+    with pytest.raises(ValueError, match=f"`{option.name}` must be"):
+        TupeBackbone(
+            vocabulary_size=10,
+            num_layers=1,
+            num_heads=2,
+            hidden_dim=8,
+            intermediate_dim=8,
+            **{option.name: value},
+        )
+
+
+def test_every_numeric_option_declares_its_range():
+    assert [
+        option.name
+        for option in BACKBONE_OPTIONS
+        if option.value_type in (int, float) and option.valid is None
+    ] == []

@@ -11,6 +11,7 @@ from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
 
+from tupe_tf.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
@@ -130,6 +131,13 @@ class TupeBackbone(Backbone):
             if name in OPTION_DEFAULTS
         }
         # === Validation: refuse bad combinations before building anything ===
+        for option in BACKBONE_OPTIONS:
+            value = options[option.name]
+            if option.valid and value is not None and value not in option.valid:
+                raise ValueError(
+                    f"`{option.name}` must be {option.valid}. Received: "
+                    f"{option.name}={value!r}"
+                )
         if segment_encoding not in SEGMENT_ENCODINGS:
             raise ValueError(
                 f"`segment_encoding` must be one of {SEGMENT_ENCODINGS}. "
