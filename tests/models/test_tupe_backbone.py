@@ -536,7 +536,7 @@ def test_parameter_count_deltas_at_bert_base_dims():
         ),
         (
             dict(position_encoding="rope", rope_max_wavelength=-1.0),
-            "`rope_max_wavelength` must be a positive number",
+            "`rope_max_wavelength` must be > 0",
         ),
         (
             dict(position_encoding="tupe-r", rope_max_wavelength=500.0),

@@ -104,7 +104,12 @@ def _option_field(option):
     return (
         option.name,
         value_type,
-        setting(option.default, help=option.help, choices=option.choices),
+        setting(
+            option.default,
+            help=option.help,
+            choices=option.choices,
+            valid=option.valid,
+        ),
     )
 
 
