@@ -88,6 +88,7 @@ def _config(tmp_path, data, **overrides):
     return compare.CompareConfig(**settings)
 
 
+@pytest.mark.large
 def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     config = _config(tmp_path, tiny_data)
     # Stop part-way, as an interrupted study would: the control's
@@ -234,6 +235,7 @@ def test_fine_tuned_variants_default_to_the_core_four(tmp_path, tiny_data):
     assert tuned == {compare.CONTROL, "bert", "diet-rel"}
 
 
+@pytest.mark.large
 def test_a_missing_model_is_pretrained_again_for_its_finetuning(
     tmp_path, tiny_data
 ):
@@ -255,6 +257,7 @@ def test_a_missing_model_is_pretrained_again_for_its_finetuning(
     ).is_file()
 
 
+@pytest.mark.large
 def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
     config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
     compare.run_comparison(config, max_runs=1)

@@ -2,6 +2,7 @@ import os
 
 import matplotlib.image
 import numpy as np
+import pytest
 
 import tupe_tf
 from tupe_tf.analysis import figures
@@ -50,6 +51,7 @@ def test_rank_with_positions_at_input_is_bounded_by_head_size(tmp_path):
     np.testing.assert_allclose(ranks["content"], ranks["with_bias"])
 
 
+@pytest.mark.large
 def test_script_flags_come_from_the_config(tmp_path):
     import subprocess
     import sys

@@ -19,6 +19,8 @@ from tests.data_pipeline import test_script_errors
 from tests.data_pipeline import test_scripts
 from tupe_tf.utils.errors import UserError
 
+pytestmark = pytest.mark.large
+
 pytest.importorskip(
     "apache_beam",
     reason="Apache Beam is not installed (pip install 'tupe-tf[beam]'); "

@@ -390,6 +390,7 @@ def test_gzip_shards_round_trip(
             np.testing.assert_array_equal(x[key], y[key])
 
 
+@pytest.mark.large
 def test_keras_hub_bert_masked_lm_fits(dynamic_shards, vocab_file):
     import keras_hub  # pylint: disable=g-import-not-at-top
 

@@ -19,6 +19,8 @@ from tests.data_pipeline.test_scripts import ROOT
 from tests.data_pipeline.test_scripts import _run
 from tupe_tf.utils import fileio
 
+pytestmark = pytest.mark.large
+
 USAGE = 2
 # TensorFlow's logs as a user sees them by default: what TensorFlow logs
 # before the `ERROR:` line (e.g. a Python traceback) fails `error_line`.

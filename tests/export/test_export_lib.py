@@ -146,6 +146,7 @@ def _assert_one_error_line(result, fragment):
     assert len(errors) == 1 and fragment in errors[0], result.stderr[-3000:]
 
 
+@pytest.mark.large
 def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
     result = _script(
         f"--preset={exports.classifier_preset}",
@@ -176,6 +177,7 @@ def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
     _assert_one_error_line(result, "--preset")
 
 
+@pytest.mark.large
 def test_script_exports(exports, tmp_path):
     out = tmp_path / "out"
     result = _script(

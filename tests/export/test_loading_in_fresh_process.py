@@ -20,6 +20,8 @@ from tests.export.conftest import encoder_inputs
 from tests.export.conftest import in_memory_encoder_outputs
 from tests.export.conftest import in_memory_packed
 
+pytestmark = pytest.mark.large
+
 CHECKS = os.path.join(os.path.dirname(__file__), "fresh_process_checks.py")
 
 

@@ -66,12 +66,14 @@ def option_exports(request, tmp_path_factory):
     return classifier, paths, reference
 
 
+@pytest.mark.large
 def test_keras3_loads_all_three_formats(option_exports):
     _, _, reference = option_exports
     passed = run_checks("keras3", reference)
     assert len(passed) == 8, passed
 
 
+@pytest.mark.large
 def test_tf_keras_hub_layer_trains(option_exports):
     _, _, reference = option_exports
     passed = run_checks("tf_keras", reference)

@@ -106,6 +106,7 @@ SAVED_MODEL_CLI = (
 )
 
 
+@pytest.mark.large
 def test_saved_model_cli_runs_the_signature(exports):
     """TF Serving's contract: `saved_model_cli` sees and runs it."""
     show = subprocess.run(

@@ -64,6 +64,7 @@ def _mirrored_flags(data_flags, model_dir, *extra):
     )
 
 
+@pytest.mark.large
 def test_mirrored_on_two_logical_cpus_trains(tmp_path, data_flags):
     run = run_script(
         PRETRAIN_SCRIPT,
@@ -78,6 +79,7 @@ def test_mirrored_on_two_logical_cpus_trains(tmp_path, data_flags):
     assert len(results["history_this_run"]["val_loss"]) == 2
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "flag, message",
     [

@@ -128,6 +128,7 @@ def _sentiment_config(output_dir, preset, glue_dir, **overrides):
     )
 
 
+@pytest.mark.large
 def test_run_glue_learns_and_writes_json(
     tmp_path, tiny_preset, sentiment_glue_dir
 ):
@@ -156,6 +157,7 @@ def test_run_glue_learns_and_writes_json(
     )
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "runtime",
     [
@@ -218,6 +220,7 @@ def test_medians_over_seeds_and_best_learning_rate():
     assert summarize_runs("rte", three)[1] == 2e-5
 
 
+@pytest.mark.large
 def test_bad_preset_and_seq_length_are_refused(
     tmp_path, tiny_preset, pair_glue_dir
 ):
@@ -281,6 +284,7 @@ def test_recipe_defaults_come_from_the_preset_size(tmp_path, tiny_preset):
     assert config.num_epochs == 2  # given: kept
 
 
+@pytest.mark.large
 @pytest.mark.skipif(
     not os.path.isdir(SHARED_GLUE), reason="../shared/data/glue absent"
 )
@@ -305,6 +309,7 @@ def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
     assert -1.0 <= results["best"]["validation"]["matthews_corrcoef"] <= 1.0
 
 
+@pytest.mark.large
 def test_regression_and_three_way_tasks_run(tmp_path, tiny_preset):
     """STS-B (regression head, Pearson/Spearman) and MNLI (3 classes, matched
     and mismatched dev) end to end on tiny fixtures."""

@@ -22,6 +22,8 @@ from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import run_script
 from tests.training.conftest import subprocess_env
 
+pytestmark = pytest.mark.large
+
 EXPORT_SCRIPT = os.path.join(REPO, "scripts", "export.py")
 
 # Runs in a fresh process: loads the three exports with TensorFlow alone.

@@ -13,10 +13,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from tests.training.conftest import REPO
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import subprocess_env
+
+pytestmark = pytest.mark.large
 
 DRIVER = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "multi_worker_driver.py"

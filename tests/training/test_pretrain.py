@@ -28,6 +28,7 @@ def _scalars(event_dir):
     }
 
 
+@pytest.mark.large
 def test_pretraining_writes_checkpoints_logs_preset_and_results(
     tmp_path, shards, vocab_file
 ):
@@ -162,6 +163,7 @@ def test_missing_shards_and_bad_eval_interval_are_refused(
         run_pretraining(config)
 
 
+@pytest.mark.large
 def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(
     tmp_path, shards, vocab_file
 ):
@@ -198,6 +200,7 @@ def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(
     )
 
 
+@pytest.mark.large
 def test_mixed_float16_trains_checkpoints_and_resumes(
     tmp_path, shards, vocab_file
 ):

@@ -23,6 +23,8 @@ from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import run_script
 from tests.training.conftest import subprocess_env
 
+pytestmark = pytest.mark.large
+
 NUM_STEPS = 24
 
 

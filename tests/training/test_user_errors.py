@@ -94,6 +94,7 @@ def _pretrain_flags(model_dir, train_files, vocab_file, steps):
     ]
 
 
+@pytest.mark.large
 def test_shard_corrupted_during_training_is_one_error_line(
     tmp_path, shard_copy, vocab_file
 ):
@@ -193,6 +194,7 @@ def test_unwritable_work_dir_is_refused_before_building_data(tmp_path):
         pretrain.prepare_run(config)
 
 
+@pytest.mark.large
 def test_damaged_checkpoint_is_refused_and_left_as_it_is(
     tmp_path, shards, vocab_file
 ):
@@ -247,6 +249,7 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
     assert snapshot() == before
 
 
+@pytest.mark.large
 def test_flag_errors_are_one_line_in_every_script(tmp_path):
     run = run_script(PRETRAIN_SCRIPT, ["--num_train_step=3"])
     assert_refused(
@@ -353,6 +356,7 @@ def test_glue_file_that_is_not_text_is_named(tmp_path, tiny_preset, glue_dir):
         run_glue(config)
 
 
+@pytest.mark.large
 def test_finetune_script_damaged_preset_is_one_error_line(
     tmp_path, tiny_preset, glue_dir
 ):
@@ -375,6 +379,7 @@ def _export(*args):
     return run_script(EXPORT_SCRIPT, list(args))
 
 
+@pytest.mark.large
 def test_export_refusals_are_one_error_line_and_touch_nothing(
     tmp_path, tiny_preset
 ):
@@ -411,6 +416,7 @@ def test_export_refusals_are_one_error_line_and_touch_nothing(
     assert_refused(run, "--export_dir's parent directory=", "is not writable")
 
 
+@pytest.mark.large
 def test_interrupted_export_leaves_no_export_dir(tmp_path, tiny_preset):
     out = tmp_path / "out"
     process = subprocess.Popen(
@@ -449,6 +455,7 @@ def test_interrupted_export_leaves_no_export_dir(tmp_path, tiny_preset):
     assert (out / "saved_model.pb").exists()
 
 
+@pytest.mark.large
 def test_visualize_and_compare_refusals_are_one_error_line(
     tmp_path, tiny_preset
 ):

@@ -149,6 +149,7 @@ def test_expand_errors_name_the_source_and_the_pattern(tmp_path):
     assert fileio.expand_pattern(missing, "Shard", exists_fn=None) == [missing]
 
 
+@pytest.mark.large
 def test_importing_fileio_does_not_import_tensorflow():
     code = (
         "import sys, tupe_tf.utils.fileio, data_pipeline.corpus, "

@@ -138,6 +138,7 @@ def test_no_package_level_import_cycle(graph):
     assert find_cycle(edges) is None
 
 
+@pytest.mark.large
 def test_importing_data_pipeline_loads_no_keras_model_code():
     code = (
         "import sys, data_pipeline, data_pipeline.reader, "

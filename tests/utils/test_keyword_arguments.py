@@ -24,6 +24,7 @@ def test_misspelt_setting_names_the_closest_one(config_cls, misspelt, meant):
     assert config_cls(**{meant: getattr(config_cls(), meant)})
 
 
+@pytest.mark.large
 def test_the_configs_and_their_helper_load_no_tensorflow():
     # The scripts check their flags before TensorFlow's slow import.
     code = (
