@@ -56,6 +56,8 @@ setup(
             "tensorflow-hub==0.16.1",
             "tf-keras==2.21.0",
             "scipy>=1.11",
+            # Imported by keras-hub's TestCase, the base of tests/test_case.py.
+            "grain>=0.2,<0.3",
             "ruff==0.17.6",
         ],
         # Data preparation on Apache Beam (--runner). Kept out of the base

@@ -1,17 +1,6 @@
 """Helpers shared by the layer tests."""
 
 import keras
-import numpy as np
-
-
-def randomize(layer, seed=0):
-    """Random values for every weight (LayerNorm gammas around 1)."""
-    rng = np.random.default_rng(seed)
-    for variable in layer.weights:
-        value = rng.normal(0, 0.3, variable.shape)
-        if "gamma" in variable.path:
-            value = 1.0 + 0.2 * rng.normal(size=variable.shape)
-        variable.assign(value.astype(variable.dtype))
 
 
 def untied_weights(layer):

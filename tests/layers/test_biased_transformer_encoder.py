@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tests import numpy_reference as ref
+from tests.test_case import TestCase
 from tupe_tf.layers import BiasedMultiHeadAttention
 from tupe_tf.layers import BiasedTransformerEncoder
 
@@ -15,57 +16,67 @@ def _inputs(seed=0):
     return x, mask
 
 
-def test_without_bias_equals_keras_hub_transformer_encoder():
-    x, mask = _inputs()
-    ours = BiasedTransformerEncoder(intermediate_dim=32, num_heads=4)
-    theirs = keras_hub.layers.TransformerEncoder(
-        intermediate_dim=32, num_heads=4
-    )
-    ours(x)
-    theirs(x)
-    assert [v.path.split("/", 1)[1] for v in ours.weights] == [
-        v.path.split("/", 1)[1] for v in theirs.weights
-    ]
-    theirs.set_weights(ours.get_weights())
-    np.testing.assert_allclose(
-        ours(x, padding_mask=mask), theirs(x, padding_mask=mask), atol=1e-5
-    )
+class BiasedTransformerEncoderTest(TestCase):
+    def test_layer_basics(self):
+        x, _ = _inputs()
+        # A single input: `build` takes the input shape only, as
+        # keras-hub's TransformerEncoder does.
+        self.run_layer_test(
+            cls=BiasedTransformerEncoder,
+            init_kwargs={
+                "intermediate_dim": 32,
+                "num_heads": 4,
+                "content_scale": 0.3,
+            },
+            input_data=x,
+            expected_output_shape=(2, 6, 16),
+            expected_num_trainable_weights=16,
+        )
 
+    def test_without_bias_equals_keras_hub_transformer_encoder(self):
+        x, mask = _inputs()
+        ours = BiasedTransformerEncoder(intermediate_dim=32, num_heads=4)
+        theirs = keras_hub.layers.TransformerEncoder(
+            intermediate_dim=32, num_heads=4
+        )
+        ours(x)
+        theirs(x)
+        assert [v.path.split("/", 1)[1] for v in ours.weights] == [
+            v.path.split("/", 1)[1] for v in theirs.weights
+        ]
+        theirs.set_weights(ours.get_weights())
+        np.testing.assert_allclose(
+            ours(x, padding_mask=mask), theirs(x, padding_mask=mask), atol=1e-5
+        )
 
-def test_attention_accessor_and_logits_give_the_probabilities():
-    x, mask = _inputs(1)
-    layer = BiasedTransformerEncoder(
-        intermediate_dim=32, num_heads=4, content_scale=0.2
-    )
-    bias = np.random.default_rng(2).normal(size=(1, 4, 6, 6))
-    offsets = np.random.default_rng(3).normal(size=(2, 6, 4, 4))
-    _, probs = layer(
-        x,
-        padding_mask=mask,
-        attention_bias=bias.astype("float32"),
-        query_key_offsets=offsets.astype("float32"),
-        return_attention_scores=True,
-    )
-    assert isinstance(layer.attention_layer, BiasedMultiHeadAttention)
-    assert layer.attention_layer.content_scale == 0.2
-    logits = keras.ops.convert_to_numpy(
-        layer.attention_logits(
+    def test_attention_accessor_and_logits_give_the_probabilities(self):
+        x, mask = _inputs(1)
+        layer = BiasedTransformerEncoder(
+            intermediate_dim=32, num_heads=4, content_scale=0.2
+        )
+        bias = np.random.default_rng(2).normal(size=(1, 4, 6, 6))
+        offsets = np.random.default_rng(3).normal(size=(2, 6, 4, 4))
+        _, probs = layer(
             x,
+            padding_mask=mask,
             attention_bias=bias.astype("float32"),
             query_key_offsets=offsets.astype("float32"),
+            return_attention_scores=True,
         )
-    )
-    logits = np.where(mask[:, None, None, :].astype(bool), logits, -np.inf)
-    np.testing.assert_allclose(ref.softmax(logits), probs, atol=1e-5)
-
-
-def test_config_round_trip_and_bad_width():
-    layer = BiasedTransformerEncoder(
-        intermediate_dim=32, num_heads=4, content_scale=0.3
-    )
-    clone = BiasedTransformerEncoder.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    with pytest.raises(ValueError, match="divisible"):
-        BiasedTransformerEncoder(intermediate_dim=8, num_heads=3)(
-            np.zeros((1, 2, 16), "float32")
+        assert isinstance(layer.attention_layer, BiasedMultiHeadAttention)
+        assert layer.attention_layer.content_scale == 0.2
+        logits = keras.ops.convert_to_numpy(
+            layer.attention_logits(
+                x,
+                attention_bias=bias.astype("float32"),
+                query_key_offsets=offsets.astype("float32"),
+            )
         )
+        logits = np.where(mask[:, None, None, :].astype(bool), logits, -np.inf)
+        np.testing.assert_allclose(ref.softmax(logits), probs, atol=1e-5)
+
+    def test_bad_width(self):
+        with pytest.raises(ValueError, match="divisible"):
+            BiasedTransformerEncoder(intermediate_dim=8, num_heads=3)(
+                np.zeros((1, 2, 16), "float32")
+            )

@@ -1,48 +1,59 @@
 import keras
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
 from tests import numpy_reference as ref
-from tests.layers.layer_weights import randomize
+from tests.test_case import TestCase
+from tests.test_case import randomize
 from tupe_tf.layers import DietAbsolutePositionBias
 
 
-@pytest.mark.parametrize(
-    "sharing, units, heads",
-    [("layer-wise", 1, 4), ("head-wise", 3, 1), ("none", 3, 4)],
-)
-def test_matches_numpy_spec(sharing, units, heads):
-    layer = DietAbsolutePositionBias(
-        num_layers=3,
-        num_heads=4,
-        max_sequence_length=10,
-        rank=3,
-        sharing=sharing,
-    )
-    layer.build()
-    randomize(layer)
-    n = 6
-    bias = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
-    assert bias.shape == (units, 1, heads, n, n) and bias.dtype == np.float32
-    assert layer.query_positions.shape == (units, heads, 10, 3)
-    expected = ref.diet_absolute_bias(
-        np.asarray(layer.query_positions, "float64"),
-        np.asarray(layer.key_positions, "float64"),
-        n,
-    )
-    np.testing.assert_allclose(bias[:, 0], expected, atol=1e-5)
-    # Rank of each head's bias is at most the rank of the factorisation.
-    head = bias[0, 0, 0].astype("float64")
-    assert np.linalg.matrix_rank(head, tol=1e-4 * np.abs(head).max()) == 3
-
-
-def test_config_round_trip_and_bad_rank():
-    layer = DietAbsolutePositionBias(
-        num_layers=2, num_heads=2, max_sequence_length=8, rank=4
-    )
-    clone = DietAbsolutePositionBias.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    with pytest.raises(ValueError, match="position_rank"):
-        DietAbsolutePositionBias(
-            num_layers=2, num_heads=2, max_sequence_length=8, rank=0
+class DietAbsolutePositionBiasTest(TestCase):
+    def test_layer_basics(self):
+        self.run_position_bias_test(
+            cls=DietAbsolutePositionBias,
+            init_kwargs={
+                "num_layers": 2,
+                "num_heads": 2,
+                "max_sequence_length": 8,
+                "rank": 4,
+            },
+            input_data=np.zeros((2, 6), "int32"),
+            expected_output_shape=(1, 1, 2, 6, 6),
+            expected_num_trainable_weights=2,
         )
+
+    @parameterized.parameters(
+        ("layer-wise", 1, 4), ("head-wise", 3, 1), ("none", 3, 4)
+    )
+    def test_matches_numpy_spec(self, sharing, units, heads):
+        layer = DietAbsolutePositionBias(
+            num_layers=3,
+            num_heads=4,
+            max_sequence_length=10,
+            rank=3,
+            sharing=sharing,
+        )
+        layer.build()
+        randomize(layer)
+        n = 6
+        bias = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
+        assert bias.shape == (units, 1, heads, n, n)
+        assert bias.dtype == np.float32
+        assert layer.query_positions.shape == (units, heads, 10, 3)
+        expected = ref.diet_absolute_bias(
+            np.asarray(layer.query_positions, "float64"),
+            np.asarray(layer.key_positions, "float64"),
+            n,
+        )
+        np.testing.assert_allclose(bias[:, 0], expected, atol=1e-5)
+        # Rank of each head's bias is at most the rank of the factorisation.
+        head = bias[0, 0, 0].astype("float64")
+        assert np.linalg.matrix_rank(head, tol=1e-4 * np.abs(head).max()) == 3
+
+    def test_bad_rank(self):
+        with pytest.raises(ValueError, match="position_rank"):
+            DietAbsolutePositionBias(
+                num_layers=2, num_heads=2, max_sequence_length=8, rank=0
+            )

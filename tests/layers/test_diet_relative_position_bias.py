@@ -1,42 +1,55 @@
 import keras
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
 from tests import numpy_reference as ref
-from tests.layers.layer_weights import randomize
+from tests.test_case import TestCase
+from tests.test_case import randomize
 from tupe_tf.layers import DietRelativePositionBias
 
 
-@pytest.mark.parametrize(
-    "sharing, units, heads",
-    [("none", 3, 4), ("layer-wise", 1, 4), ("head-wise", 3, 1)],
-)
-def test_matches_numpy_spec(sharing, units, heads):
-    layer = DietRelativePositionBias(
-        num_layers=3, num_heads=4, max_sequence_length=8, sharing=sharing
-    )
-    layer.build()
-    randomize(layer)
-    bias = keras.ops.convert_to_numpy(layer(np.zeros((2, 8), "int32")))
-    assert bias.shape == (units, 1, heads, 8, 8) and bias.dtype == np.float32
-    table = np.asarray(layer.relative_positions, "float64")
-    assert table.shape == (units, heads, 15)
-    np.testing.assert_allclose(
-        bias[:, 0], ref.diet_relative_bias(table, 8), atol=1e-6
-    )
-    # Shorter lengths are the top-left block (Toeplitz in j - i).
-    short = keras.ops.convert_to_numpy(layer(np.zeros((1, 5), "int32")))
-    np.testing.assert_allclose(short, bias[..., :5, :5], atol=1e-6)
-
-
-def test_config_round_trip_and_bad_sharing():
-    layer = DietRelativePositionBias(
-        num_layers=2, num_heads=2, max_sequence_length=8
-    )
-    assert layer.sharing == "none"
-    clone = DietRelativePositionBias.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    with pytest.raises(ValueError, match="position_sharing"):
-        DietRelativePositionBias(
-            num_layers=2, num_heads=2, max_sequence_length=8, sharing="all"
+class DietRelativePositionBiasTest(TestCase):
+    def test_layer_basics(self):
+        self.run_position_bias_test(
+            cls=DietRelativePositionBias,
+            init_kwargs={
+                "num_layers": 2,
+                "num_heads": 2,
+                "max_sequence_length": 8,
+            },
+            input_data=np.zeros((2, 8), "int32"),
+            expected_output_shape=(2, 1, 2, 8, 8),
+            expected_num_trainable_weights=1,
         )
+
+    @parameterized.parameters(
+        ("none", 3, 4), ("layer-wise", 1, 4), ("head-wise", 3, 1)
+    )
+    def test_matches_numpy_spec(self, sharing, units, heads):
+        layer = DietRelativePositionBias(
+            num_layers=3, num_heads=4, max_sequence_length=8, sharing=sharing
+        )
+        layer.build()
+        randomize(layer)
+        bias = keras.ops.convert_to_numpy(layer(np.zeros((2, 8), "int32")))
+        assert bias.shape == (units, 1, heads, 8, 8)
+        assert bias.dtype == np.float32
+        table = np.asarray(layer.relative_positions, "float64")
+        assert table.shape == (units, heads, 15)
+        np.testing.assert_allclose(
+            bias[:, 0], ref.diet_relative_bias(table, 8), atol=1e-6
+        )
+        # Shorter lengths are the top-left block (Toeplitz in j - i).
+        short = keras.ops.convert_to_numpy(layer(np.zeros((1, 5), "int32")))
+        np.testing.assert_allclose(short, bias[..., :5, :5], atol=1e-6)
+
+    def test_default_and_bad_sharing(self):
+        layer = DietRelativePositionBias(
+            num_layers=2, num_heads=2, max_sequence_length=8
+        )
+        assert layer.sharing == "none"
+        with pytest.raises(ValueError, match="position_sharing"):
+            DietRelativePositionBias(
+                num_layers=2, num_heads=2, max_sequence_length=8, sharing="all"
+            )

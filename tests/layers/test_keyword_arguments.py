@@ -2,6 +2,7 @@ import dataclasses
 
 import pytest
 
+from tests.test_case import TestCase
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
@@ -24,50 +25,52 @@ def test_misspelling_is_named_with_the_closest_valid_name():
     assert "`zzz`" in message and "`zzz` (did" not in message
 
 
-def test_position_layers_refuse_misspellings_and_keep_round_trips():
-    from tupe_tf.layers import AlibiPositionBias
-    from tupe_tf.layers import DietRelativePositionBias
+class LayerKeywordArgumentsTest(TestCase):
+    def test_position_layers_refuse_misspellings_and_keep_round_trips(self):
+        from tupe_tf.layers import AlibiPositionBias
+        from tupe_tf.layers import DietRelativePositionBias
 
-    with pytest.raises(TypeError, match="did you mean `sharing`"):
-        DietRelativePositionBias(
-            num_layers=2, num_heads=2, max_sequence_length=8, sharng="none"
+        with pytest.raises(TypeError, match="did you mean `sharing`"):
+            DietRelativePositionBias(
+                num_layers=2, num_heads=2, max_sequence_length=8, sharng="none"
+            )
+        layer = AlibiPositionBias(
+            num_heads=2, max_sequence_length=8, name="a", trainable=False
         )
-    layer = AlibiPositionBias(
-        num_heads=2, max_sequence_length=8, name="a", trainable=False
-    )
-    clone = AlibiPositionBias.from_config(layer.get_config())
-    assert clone.name == "a" and clone.trainable is False
+        self.run_serialization_test(layer)
+        clone = AlibiPositionBias.from_config(layer.get_config())
+        assert clone.name == "a" and clone.trainable is False
 
+    def test_biased_layers_refuse_misspellings_and_keep_round_trips(self):
+        from tupe_tf.layers import BiasedMultiHeadAttention
+        from tupe_tf.layers import BiasedTransformerEncoder
+        from tupe_tf.layers import SegmentAttentionBias
 
-def test_biased_layers_refuse_misspellings_and_keep_round_trips():
-    from tupe_tf.layers import BiasedMultiHeadAttention
-    from tupe_tf.layers import BiasedTransformerEncoder
-    from tupe_tf.layers import SegmentAttentionBias
-
-    with pytest.raises(TypeError, match="did you mean `content_scale`"):
-        BiasedMultiHeadAttention(num_heads=2, key_dim=4, content_scal=0.5)
-    with pytest.raises(TypeError, match="did you mean `dropout`"):
-        BiasedTransformerEncoder(intermediate_dim=8, num_heads=2, dropot=0.1)
-    with pytest.raises(TypeError, match="did you mean `sharing`"):
-        SegmentAttentionBias(
-            num_layers=1, num_heads=2, num_segments=2, sharng="none"
-        )
-    layers = [
-        BiasedMultiHeadAttention(
-            num_heads=2, key_dim=4, content_scale=0.5, dropout=0.1, name="m"
-        ),
-        BiasedTransformerEncoder(
-            intermediate_dim=8,
-            num_heads=2,
-            content_scale=0.25,
-            layer_norm_epsilon=1e-12,
-            trainable=False,
-        ),
-        SegmentAttentionBias(num_layers=2, num_heads=2, num_segments=3),
-    ]
-    for layer in layers:
-        config = layer.get_config()
-        assert type(layer).from_config(config).get_config() == config
+        with pytest.raises(TypeError, match="did you mean `content_scale`"):
+            BiasedMultiHeadAttention(num_heads=2, key_dim=4, content_scal=0.5)
+        with pytest.raises(TypeError, match="did you mean `dropout`"):
+            BiasedTransformerEncoder(
+                intermediate_dim=8, num_heads=2, dropot=0.1
+            )
+        with pytest.raises(TypeError, match="did you mean `sharing`"):
+            SegmentAttentionBias(
+                num_layers=1, num_heads=2, num_segments=2, sharng="none"
+            )
+        layers = [
+            BiasedMultiHeadAttention(
+                num_heads=2, key_dim=4, content_scale=0.5, dropout=0.1, name="m"
+            ),
+            BiasedTransformerEncoder(
+                intermediate_dim=8,
+                num_heads=2,
+                content_scale=0.25,
+                layer_norm_epsilon=1e-12,
+                trainable=False,
+            ),
+            SegmentAttentionBias(num_layers=2, num_heads=2, num_segments=3),
+        ]
+        for layer in layers:
+            self.run_serialization_test(layer)
 
 
 def test_dataclass_refuses_unknown_fields_and_points_to_nested_ones():

@@ -1,29 +1,37 @@
 import numpy as np
-import pytest
+from absl.testing import parameterized
 
+from tests.test_case import TestCase
 from tupe_tf.layers import SegmentAttentionBias
 
 
-@pytest.mark.parametrize(
-    "sharing, units, heads",
-    [("layer-wise", 1, 4), ("head-wise", 3, 1), ("none", 3, 4)],
-)
-def test_segment_pairs_per_head(sharing, units, heads):
-    layer = SegmentAttentionBias(
-        num_layers=3, num_heads=4, num_segments=3, sharing=sharing
+class SegmentAttentionBiasTest(TestCase):
+    def test_layer_basics(self):
+        self.run_position_bias_test(
+            cls=SegmentAttentionBias,
+            init_kwargs={"num_layers": 2, "num_heads": 2, "num_segments": 3},
+            input_data=np.array([[0, 0, 1, 2], [0, 1, 1, 1]], "int32"),
+            expected_output_shape=(1, 2, 2, 4, 4),
+            expected_num_trainable_weights=1,
+        )
+
+    @parameterized.parameters(
+        ("layer-wise", 1, 4), ("head-wise", 3, 1), ("none", 3, 4)
     )
-    segments = np.array([[0, 0, 1, 2], [0, 1, 1, 1]], "int32")
-    bias = np.asarray(layer(segments))
-    assert bias.shape == (units, 2, heads, 4, 4)
-    table = np.asarray(layer.segment_pairs)
-    for u in range(units):
-        for b in range(2):
-            for i in range(4):
-                for j in range(4):
-                    np.testing.assert_allclose(
-                        bias[u, b, :, i, j],
-                        table[u, :, segments[b, i], segments[b, j]],
-                        atol=1e-6,
-                    )
-    clone = SegmentAttentionBias.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
+    def test_segment_pairs_per_head(self, sharing, units, heads):
+        layer = SegmentAttentionBias(
+            num_layers=3, num_heads=4, num_segments=3, sharing=sharing
+        )
+        segments = np.array([[0, 0, 1, 2], [0, 1, 1, 1]], "int32")
+        bias = np.asarray(layer(segments))
+        assert bias.shape == (units, 2, heads, 4, 4)
+        table = np.asarray(layer.segment_pairs)
+        for u in range(units):
+            for b in range(2):
+                for i in range(4):
+                    for j in range(4):
+                        np.testing.assert_allclose(
+                            bias[u, b, :, i, j],
+                            table[u, :, segments[b, i], segments[b, j]],
+                            atol=1e-6,
+                        )

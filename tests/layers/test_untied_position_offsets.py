@@ -5,44 +5,58 @@ import numpy as np
 import pytest
 
 from tests import numpy_reference as ref
-from tests.layers.layer_weights import randomize
 from tests.layers.layer_weights import untied_weights
+from tests.test_case import TestCase
+from tests.test_case import randomize
 from tupe_tf.layers import UntiedPositionOffsets
 
 
-def test_offsets_and_position_term_match_numpy():
-    layer = UntiedPositionOffsets(
-        num_heads=2, hidden_dim=16, max_sequence_length=12
-    )
-    layer.build()
-    randomize(layer, seed=1)
-    n = 7
-    offsets = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
-    assert offsets.shape == (2, n, 2, 8) and offsets.dtype == np.float32
-    assert layer.position_embeddings.shape == (12, 16)
-    query, key = ref.untied_offsets(untied_weights(layer), n, 2)
-    np.testing.assert_allclose(offsets[0], query, atol=1e-5)
-    np.testing.assert_allclose(offsets[1], key, atol=1e-5)
-    term = keras.ops.convert_to_numpy(layer.content_free_bias(n))
-    expected = np.einsum("ihd,jhd->hij", query, key) / math.sqrt(4 * 8)
-    np.testing.assert_allclose(term[0, 0], expected, atol=1e-5)
+class UntiedPositionOffsetsTest(TestCase):
+    def test_layer_basics(self):
+        self.run_position_bias_test(
+            cls=UntiedPositionOffsets,
+            init_kwargs={
+                "num_heads": 4,
+                "hidden_dim": 32,
+                "max_sequence_length": 8,
+                "scale": 0.5,
+            },
+            input_data=np.zeros((1, 5), "int32"),
+            expected_output_shape=(2, 5, 4, 8),
+            expected_num_trainable_weights=7,
+        )
 
+    def test_offsets_and_position_term_match_numpy(self):
+        layer = UntiedPositionOffsets(
+            num_heads=2, hidden_dim=16, max_sequence_length=12
+        )
+        layer.build()
+        randomize(layer, seed=1)
+        n = 7
+        offsets = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
+        assert offsets.shape == (2, n, 2, 8) and offsets.dtype == np.float32
+        assert layer.position_embeddings.shape == (12, 16)
+        query, key = ref.untied_offsets(untied_weights(layer), n, 2)
+        np.testing.assert_allclose(offsets[0], query, atol=1e-5)
+        np.testing.assert_allclose(offsets[1], key, atol=1e-5)
+        term = keras.ops.convert_to_numpy(layer.content_free_bias(n))
+        expected = np.einsum("ihd,jhd->hij", query, key) / math.sqrt(4 * 8)
+        np.testing.assert_allclose(term[0, 0], expected, atol=1e-5)
 
-def test_config_round_trip_and_fold():
-    layer = UntiedPositionOffsets(
-        num_heads=4, hidden_dim=32, max_sequence_length=8, scale=0.5
-    )
-    clone = UntiedPositionOffsets.from_config(layer.get_config())
-    assert clone.get_config() == layer.get_config()
-    tokens = np.zeros((1, 5), "int32")
-    before = keras.ops.convert_to_numpy(layer(tokens))
-    layer.fold([5])
-    layer.position_embeddings.assign(layer.position_embeddings + 1.0)
-    np.testing.assert_array_equal(layer(tokens), before)
-    layer.unfold()
-    assert not np.allclose(layer(tokens), before)
+    def test_fold(self):
+        layer = UntiedPositionOffsets(
+            num_heads=4, hidden_dim=32, max_sequence_length=8, scale=0.5
+        )
+        tokens = np.zeros((1, 5), "int32")
+        before = keras.ops.convert_to_numpy(layer(tokens))
+        layer.fold([5])
+        layer.position_embeddings.assign(layer.position_embeddings + 1.0)
+        np.testing.assert_array_equal(layer(tokens), before)
+        layer.unfold()
+        assert not np.allclose(layer(tokens), before)
 
-
-def test_refuses_indivisible_width():
-    with pytest.raises(ValueError, match="divisible"):
-        UntiedPositionOffsets(num_heads=3, hidden_dim=16, max_sequence_length=8)
+    def test_refuses_indivisible_width(self):
+        with pytest.raises(ValueError, match="divisible"):
+            UntiedPositionOffsets(
+                num_heads=3, hidden_dim=16, max_sequence_length=8
+            )

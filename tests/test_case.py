@@ -1,0 +1,129 @@
+"""The test harness: keras-hub's `TestCase` and the helpers tests share.
+
+`TestCase` is keras-hub's own (`keras_hub/src/tests/test_case.py`), so the
+layers and models are held to the checks keras-hub's own are:
+
+- `run_layer_test`: the config and serialization round trips, build,
+  symbolic and eager calls, output shape and dtype, a compiled training
+  step and the three reduced-precision policies. Inputs are passed on as
+  tensors: keras-hub's precision check calls `compute_output_spec` on the
+  data, which reads no shape from a NumPy array.
+- `run_position_bias_test`: `run_layer_test` for the bias layers (each
+  `PositionBiasLayer` and `SegmentAttentionBias`), less two parts that do
+  not apply to them. Their output `(units, 1 or batch, heads, n, n)` has
+  the layers, not the batch, on its first axis, so the training step has
+  nothing to fit it against; and it is float32 under every policy (SPEC),
+  which keras-hub's precision check refuses. Instead it checks that output
+  and weights stay float32 under each of those policies.
+- `run_serialization_test`: every `from_config` round trip. It compares
+  `dir()` of the original and the clone too, so it is given an instance
+  that has not been built.
+- `run_backbone_test` (in `tests/models`): without keras-hub's
+  mixed-precision check, which expects every sublayer to compute in the
+  policy's dtype while the positional layers compute in float32
+  (`test_mixed_bfloat16` checks the actual contract), and, except for the
+  `bert` option, without its quantization check, which expects every
+  `Dense` to take the policy map while the positional layers keep theirs
+  in float32.
+- `run_preset_test` (in `tests/models`): a preset the test saves.
+
+keras-hub's class is a `tf.test.TestCase`: tests are its methods,
+parametrized with `absl.testing.parameterized`, and temporary directories
+come from `self.get_temp_dir()`. pytest runs them; its markers and the
+autouse fixtures of `tests/conftest.py` apply.
+
+Example:
+```python
+class AlibiPositionBiasTest(TestCase):
+    def test_layer_basics(self):
+        self.run_position_bias_test(
+            cls=AlibiPositionBias,
+            init_kwargs={"num_heads": 6, "max_sequence_length": 16},
+            input_data=np.zeros((3, 9), "int32"),
+            expected_output_shape=(1, 1, 6, 9, 9),
+        )
+```
+"""
+
+import keras
+import numpy as np
+from keras_hub.src.tests.test_case import TestCase as KerasHubTestCase
+
+REDUCED_PRECISION_POLICIES = ("mixed_float16", "mixed_bfloat16", "bfloat16")
+
+
+def randomize(model, seed=0):
+    """Gives every weight of `model` (a layer or a model) random values.
+
+    LayerNorm gammas become `1 + N(0, 0.2)`, every other weight `N(0, 0.3)`,
+    zero-initialised biases and tables included, so that a comparison with
+    a NumPy reference cannot pass by accident.
+    """
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if "gamma" in variable.path:
+            value = 1.0 + rng.normal(0, 0.2, variable.shape)
+        else:
+            value = rng.normal(0, 0.3, variable.shape)
+        variable.assign(value.astype(variable.dtype))
+
+
+def as_tensors(data):
+    """`data` (a structure of arrays) with every array a tensor."""
+    return keras.tree.map_structure(keras.ops.convert_to_tensor, data)
+
+
+class TestCase(KerasHubTestCase):
+    """keras-hub's `TestCase` with this package's layer checks."""
+
+    # tf.test.TestCase's deprecated session helper, which test runners
+    # would otherwise collect as a skipped test of every class.
+    test_session = None
+
+    def run_layer_test(
+        self,
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        **kwargs,
+    ):
+        """keras-hub's `run_layer_test`, the inputs passed as tensors."""
+        super().run_layer_test(
+            cls,
+            init_kwargs,
+            as_tensors(input_data),
+            expected_output_shape,
+            **kwargs,
+        )
+
+    def run_position_bias_test(
+        self,
+        cls,
+        init_kwargs,
+        input_data,
+        expected_output_shape,
+        expected_num_trainable_weights=0,
+    ):
+        """`run_layer_test` for a bias layer (see the module docstring)."""
+        self.run_layer_test(
+            cls,
+            init_kwargs,
+            input_data,
+            expected_output_shape,
+            expected_num_trainable_weights=expected_num_trainable_weights,
+            run_training_check=False,
+            run_precision_checks=False,
+        )
+        for policy in REDUCED_PRECISION_POLICIES:
+            keras.config.set_dtype_policy(policy)
+            try:
+                layer = cls(**init_kwargs)
+                output = layer(as_tensors(input_data))
+            finally:
+                keras.config.set_dtype_policy("float32")
+            self.assertEqual(layer.compute_dtype, "float32", msg=policy)
+            for tensor in keras.tree.flatten(output):
+                self.assertDTypeEqual(tensor, "float32", msg=policy)
+            for weight in layer.weights:
+                self.assertDTypeEqual(weight, "float32", msg=policy)
