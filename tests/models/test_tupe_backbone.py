@@ -7,9 +7,13 @@ import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl.testing import parameterized
 
 import tupe_tf
 from tests import numpy_reference as ref
+from tests.layers.layer_weights import untied_weights
+from tests.test_case import TestCase
+from tests.test_case import randomize
 
 VOCAB, LAYERS, HEADS, HIDDEN, FFN, MAX_LEN = 97, 2, 4, 32, 64, 16
 HEAD_DIM = HIDDEN // HEADS
@@ -87,18 +91,6 @@ def make_inputs(batch=2, length=12, real=(12, 9), seed=0):
     }
 
 
-def randomize(model, seed=0):
-    """Gives every weight (LayerNorms and zero-initialised ones too) random
-    values, so the reference comparison cannot pass by accident."""
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        scale = 0.3 if "gamma" not in variable.path else 0.2
-        value = rng.normal(0, scale, variable.shape)
-        if "gamma" in variable.path:
-            value += 1.0
-        variable.assign(value.astype(variable.dtype))
-
-
 def np_(variable):
     return keras.ops.convert_to_numpy(variable).astype("float64")
 
@@ -124,15 +116,7 @@ def reference_bias(backbone, inputs):
             for j in range(n):
                 bias[0, :, i, j] = table[ref.t5_bucket(j - i)]
     elif option in ("tupe-a", "tupe-r", "bert-ad"):
-        weights = {
-            "table": np_(layer.position_embeddings),
-            "ln_gamma": np_(layer.position_layer_norm.gamma),
-            "ln_beta": np_(layer.position_layer_norm.beta),
-            "uq": np_(layer.query_projection.kernel),
-            "bq": np_(layer.query_projection.bias),
-            "uk": np_(layer.key_projection.kernel),
-            "bk": np_(layer.key_projection.bias),
-        }
+        weights = untied_weights(layer)
         if option == "bert-ad":
             # LN_p's epsilon is the TUPE reference code's 1e-5.
             offsets = ref.untied_offsets(weights, n, HEADS, epsilon=1e-5)
@@ -237,6 +221,35 @@ def reference_layer0(backbone, inputs):
         1e-12,
     )
     return probs, x
+
+
+class TupeBackboneTest(TestCase):
+    @parameterized.named_parameters(
+        (option, option) for option in tupe_tf.POSITION_ENCODINGS
+    )
+    def test_backbone_basics(self, option):
+        inputs = make_inputs(length=6, real=(6, 4))
+        self.run_backbone_test(
+            cls=tupe_tf.TupeBackbone,
+            init_kwargs=dict(
+                vocabulary_size=VOCAB,
+                num_layers=LAYERS,
+                num_heads=HEADS,
+                hidden_dim=HIDDEN,
+                intermediate_dim=FFN,
+                max_sequence_length=MAX_LEN,
+                position_encoding=option,
+                segment_encoding="per-head",
+            ),
+            input_data=inputs,
+            expected_output_shape={
+                "sequence_output": (2, 6, HIDDEN),
+                "pooled_output": (2, HIDDEN),
+            },
+            # See tests/test_case.py for why these two are off.
+            run_mixed_precision_check=False,
+            run_quantization_check=option == "bert",
+        )
 
 
 @pytest.mark.parametrize("options", ALL_CONFIGS, ids=config_id)
@@ -649,9 +662,14 @@ def test_mixed_bfloat16(option):
     assert np.isfinite(actual).all()
     # bf16 has ~3 significant digits; outputs are LayerNorm-scaled.
     assert np.abs(actual - expected).mean() < 0.05
-    if option != "tupe-r":
-        return
-    # And it trains through XLA (one option: XLA compiles are slow on CPU).
+
+
+@pytest.mark.large
+def test_mixed_bfloat16_trains_through_xla():
+    """One option: XLA compiles are slow on CPU."""
+    mixed = make_backbone(position_encoding="tupe-r", dtype="mixed_bfloat16")
+    randomize(mixed, seed=4)
+    inputs = make_inputs()
     mlm = keras_hub.models.BertMaskedLM(mixed, preprocessor=None)
     mlm.compile(
         optimizer="adam",

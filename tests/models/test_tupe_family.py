@@ -6,8 +6,10 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
 import tupe_tf
+from tests.test_case import TestCase
 
 WORDS = [
     "the",
@@ -59,69 +61,124 @@ def test_keras_hub_bert_tasks_accept_the_backbone(option):
     assert classifier(x).shape == (2, 3)
 
 
-@pytest.mark.parametrize(
-    "option", ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"]
-)
-def test_masked_lm_preset_round_trip(tmp_path, option):
-    tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
-    preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
-        tokenizer, sequence_length=12
+class TupeFamilyTest(TestCase):
+    @parameterized.named_parameters(
+        (option, option)
+        for option in ("tupe-r", "diet-abs", "bert-ad", "rope", "alibi")
     )
-    backbone = tiny_backbone(
-        position_encoding=option, segment_encoding="per-head"
-    )
-    mlm = tupe_tf.TupeMaskedLM(backbone, preprocessor=preprocessor)
-    preset = str(tmp_path / "preset")
-    mlm.save_to_preset(preset)
-    assert {
-        "config.json",
-        "model.weights.h5",
-        "tokenizer.json",
-        "task.json",
-    } <= set(os.listdir(preset))
-
-    x = {
-        "token_ids": np.array([[2, 5, 4, 7, 3, 0]], "int32"),
-        "segment_ids": np.array([[0, 0, 0, 1, 1, 0]], "int32"),
-        "padding_mask": np.array([[1, 1, 1, 1, 1, 0]], "int32"),
-    }
-    restored = tupe_tf.TupeBackbone.from_preset(preset)
-    assert isinstance(restored, tupe_tf.TupeBackbone)
-    assert restored.position_encoding == option
-    np.testing.assert_allclose(
-        restored(x)["sequence_output"],
-        backbone(x)["sequence_output"],
-        atol=1e-6,
-    )
-
-    task = keras_hub.models.MaskedLM.from_preset(preset)
-    assert isinstance(task, tupe_tf.TupeMaskedLM)
-    assert isinstance(task.preprocessor, tupe_tf.TupeMaskedLMPreprocessor)
-    masked = {**x, "mask_positions": np.array([[2, 3]], "int32")}
-    np.testing.assert_allclose(task(masked), mlm(masked), atol=1e-5)
-
-    # keras-hub's classifier preprocessors default to 512 tokens; a preset
-    # of a shorter backbone takes its length explicitly.
-    classifier_preprocessor = (
-        keras_hub.models.TextClassifierPreprocessor.from_preset(
-            preset, sequence_length=12
+    def test_masked_lm_preset_round_trip(self, option):
+        tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
+        preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
+            tokenizer, sequence_length=12
         )
+        backbone = tiny_backbone(
+            position_encoding=option, segment_encoding="per-head"
+        )
+        mlm = tupe_tf.TupeMaskedLM(backbone, preprocessor=preprocessor)
+        preset = os.path.join(self.get_temp_dir(), "preset")
+        mlm.save_to_preset(preset)
+        assert {
+            "config.json",
+            "model.weights.h5",
+            "tokenizer.json",
+            "task.json",
+        } <= set(os.listdir(preset))
+
+        x = {
+            "token_ids": np.array([[2, 5, 4, 7, 3, 0]], "int32"),
+            "segment_ids": np.array([[0, 0, 0, 1, 1, 0]], "int32"),
+            "padding_mask": np.array([[1, 1, 1, 1, 1, 0]], "int32"),
+        }
+        # An unknown preset is refused; the preset gives the model's outputs,
+        # and builds without its weights too.
+        self.run_preset_test(
+            cls=tupe_tf.TupeBackbone,
+            preset=preset,
+            input_data=x,
+            expected_output=backbone(x),
+        )
+        restored = tupe_tf.TupeBackbone.from_preset(preset)
+        assert isinstance(restored, tupe_tf.TupeBackbone)
+        assert restored.position_encoding == option
+        np.testing.assert_allclose(
+            restored(x)["sequence_output"],
+            backbone(x)["sequence_output"],
+            atol=1e-6,
+        )
+
+        task = keras_hub.models.MaskedLM.from_preset(preset)
+        assert isinstance(task, tupe_tf.TupeMaskedLM)
+        assert isinstance(task.preprocessor, tupe_tf.TupeMaskedLMPreprocessor)
+        masked = {**x, "mask_positions": np.array([[2, 3]], "int32")}
+        np.testing.assert_allclose(task(masked), mlm(masked), atol=1e-5)
+
+        # keras-hub's classifier preprocessors default to 512 tokens; a preset
+        # of a shorter backbone takes its length explicitly.
+        classifier_preprocessor = (
+            keras_hub.models.TextClassifierPreprocessor.from_preset(
+                preset, sequence_length=12
+            )
+        )
+        classifier = keras_hub.models.TextClassifier.from_preset(
+            preset, num_classes=2, preprocessor=classifier_preprocessor
+        )
+        assert isinstance(classifier, tupe_tf.TupeTextClassifier)
+        assert isinstance(
+            classifier.preprocessor, tupe_tf.TupeTextClassifierPreprocessor
+        )
+        probabilities = classifier.predict(
+            (["the quick fox", "a cat"], ["the dog sat", "on the mat"]),
+            verbose=0,
+        )
+        assert probabilities.shape == (2, 2)
+        assert isinstance(
+            keras_hub.tokenizers.Tokenizer.from_preset(preset),
+            tupe_tf.TupeTokenizer,
+        )
+
+    @parameterized.parameters(
+        {
+            "options": dict(
+                position_encoding="diet-abs",
+                position_rank=3,
+                position_sharing="head-wise",
+                segment_encoding="per-head",
+            )
+        },
+        {"options": dict(position_encoding="rope", rope_max_wavelength=500.0)},
+        {"options": dict(position_encoding="tupe-r", cls_relative="reference")},
     )
-    classifier = keras_hub.models.TextClassifier.from_preset(
-        preset, num_classes=2, preprocessor=classifier_preprocessor
-    )
-    assert isinstance(classifier, tupe_tf.TupeTextClassifier)
-    assert isinstance(
-        classifier.preprocessor, tupe_tf.TupeTextClassifierPreprocessor
-    )
-    probabilities = classifier.predict(
-        (["the quick fox", "a cat"], ["the dog sat", "on the mat"]), verbose=0
-    )
-    assert probabilities.shape == (2, 2)
-    assert isinstance(
-        keras_hub.tokenizers.Tokenizer.from_preset(preset),
-        tupe_tf.TupeTokenizer,
-    )
+    def test_backbone_config_round_trip_keeps_every_option(self, options):
+        backbone = tiny_backbone(**options)
+        self.run_serialization_test(backbone)
+        clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
+        assert clone.count_params() == backbone.count_params()
+        for name, value in options.items():
+            assert clone.get_config()[name] == value
+
+    def test_misspelt_backbone_argument_is_refused_with_a_suggestion(self):
+        with pytest.raises(TypeError) as error:
+            tupe_tf.TupeBackbone(
+                vocabulary_size=50,
+                num_layers=1,
+                num_heads=2,
+                hidden_dim=8,
+                intermediate_dim=16,
+                max_sequence_length=16,
+                position_encodingg="bert",
+                positon_rank=3,
+            )
+        message = str(error.value)
+        assert (
+            "`position_encodingg` (did you mean `position_encoding`?)"
+            in message
+        )
+        assert "`positon_rank` (did you mean `position_rank`?)" in message
+        # What Keras passes when deserializing is still accepted.
+        backbone = tiny_backbone(name="named", trainable=False, dtype="float32")
+        self.run_serialization_test(backbone)
+        clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
+        assert clone.name == "named" and clone.trainable is False
 
 
 @pytest.mark.parametrize("option", tupe_tf.POSITION_ENCODINGS)
@@ -140,28 +197,6 @@ def test_keras_file_round_trip(tmp_path, option):
     assert isinstance(restored, tupe_tf.TupeMaskedLM)
     assert restored.backbone.get_config() == backbone.get_config()
     np.testing.assert_allclose(restored(x), mlm(x), atol=1e-6)
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        dict(
-            position_encoding="diet-abs",
-            position_rank=3,
-            position_sharing="head-wise",
-            segment_encoding="per-head",
-        ),
-        dict(position_encoding="rope", rope_max_wavelength=500.0),
-        dict(position_encoding="tupe-r", cls_relative="reference"),
-    ],
-)
-def test_backbone_config_round_trip_keeps_every_option(options):
-    backbone = tiny_backbone(**options)
-    clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
-    assert clone.get_config() == backbone.get_config()
-    assert clone.count_params() == backbone.count_params()
-    for name, value in options.items():
-        assert clone.get_config()[name] == value
 
 
 def test_check_preset_names_what_is_wrong(tmp_path):
@@ -183,27 +218,6 @@ def test_check_preset_names_what_is_wrong(tmp_path):
         tupe_tf.check_preset(preset)
     with pytest.raises(ValueError, match="does not exist"):
         tupe_tf.check_preset(str(tmp_path / "nowhere"))
-
-
-def test_misspelt_backbone_argument_is_refused_with_a_suggestion():
-    with pytest.raises(TypeError) as error:
-        tupe_tf.TupeBackbone(
-            vocabulary_size=50,
-            num_layers=1,
-            num_heads=2,
-            hidden_dim=8,
-            intermediate_dim=16,
-            max_sequence_length=16,
-            position_encodingg="bert",
-            positon_rank=3,
-        )
-    message = str(error.value)
-    assert "`position_encodingg` (did you mean `position_encoding`?)" in message
-    assert "`positon_rank` (did you mean `position_rank`?)" in message
-    # What Keras passes when deserializing is still accepted.
-    backbone = tiny_backbone(name="named", trainable=False, dtype="float32")
-    clone = tupe_tf.TupeBackbone.from_config(backbone.get_config())
-    assert clone.name == "named" and clone.trainable is False
 
 
 def test_family_classes_refuse_misspellings_with_a_suggestion():
