@@ -1,14 +1,17 @@
 r"""The comparison study of every position encoding (resumable).
 
-    nohup nice -n 10 python scripts/compare.py \
-        --glue_dir=/work/shared/data/glue > runs/study.log 2>&1 &
+    nohup nice -n 10 python scripts/compare.py --glue_dir=data/glue \
+        --output_dir=runs/study > runs/study.log 2>&1 &
 
 Runs what is missing of the study (see `tupe_tf.analysis.compare`), one JSON
-file per run under `<results_dir>/<name>/`, and rewrites the tables and
-figures after every run. Rerun the same command to resume; add seeds with
-`--seeds`/`--other_seeds`/`--glue_seeds`. `--from_results` only rebuilds
-the tables and figures from the JSON files (no training, no models needed).
-Flags: `tupe_tf.analysis.compare.CompareConfig`.
+file per run under `<results_dir>/<study name>/`, and rewrites the tables
+and figures after every run; models, results and figures all go under
+`--output_dir` unless `--results_dir`/`--figures_dir` say otherwise (the
+project's own study: `--results_dir=docs/results
+--figures_dir=docs/figures/compare`). Rerun the same command to resume; add
+seeds with `--seeds`/`--other_seeds`/`--glue_seeds`. `--from_results` only
+rebuilds the tables and figures from the JSON files (no training, no models
+needed). Flags: `tupe_tf.analysis.study_config.CompareConfig`.
 """
 
 import os
@@ -20,7 +23,6 @@ from absl import flags  # noqa: E402
 from tupe_tf.analysis import compare  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
-from tupe_tf.utils.errors import UserError  # noqa: E402
 
 config_flags.define_flags(compare.CompareConfig)
 
@@ -30,14 +32,9 @@ def compare_from_flags(flag_values):
     config = config_flags.validated_config_from_flags(
         compare.CompareConfig, flag_values
     )
-    try:
-        if config.from_results:
-            return compare.report(config)
-        return compare.run_comparison(config, max_runs=config.max_runs)
-    except UserError:
-        raise
-    except ValueError as error:
-        raise UserError(str(error)) from error
+    if config.from_results:
+        return compare.report(config)
+    return compare.run_comparison(config, max_runs=config.max_runs)
 
 
 def print_result(result):

@@ -16,11 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import flags  # noqa: E402
 
 from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
-from tupe_tf.models.preset_check import check_preset  # noqa: E402
-from tupe_tf.training.pretrain import check_writable_dir  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
-from tupe_tf.utils.errors import UserError  # noqa: E402
 
 config_flags.define_flags(VisualizeConfig)
 
@@ -30,15 +27,7 @@ def visualize(flag_values):
     config = config_flags.validated_config_from_flags(
         VisualizeConfig, flag_values
     )
-    try:
-        for preset in (config.preset, *config.baseline_presets):
-            check_preset(preset)
-        check_writable_dir(config.figures_dir(), "--output_dir")
-        return config.run()
-    except UserError:
-        raise
-    except ValueError as error:
-        raise UserError(str(error)) from error
+    return config.run()
 
 
 def print_paths(paths):

@@ -7,7 +7,12 @@ import matplotlib.image
 import pytest
 
 from tupe_tf.analysis import compare
+from tupe_tf.analysis import study_records
+from tupe_tf.analysis import study_report
 from tupe_tf.analysis import study_stats
+from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.utils.errors import UserError
 
 SEQ = 16
 
@@ -219,7 +224,7 @@ def test_listed_pretraining_seeds_are_fine_tuned_after_their_pretraining(
         "pretrain/rope__seed1",  # rope has no seed 2: nothing to fine-tune.
     ]
     config.glue_pretrain_seeds = [0, 3]
-    with pytest.raises(ValueError, match=r"--glue_pretrain_seeds \[3\]"):
+    with pytest.raises(UserError, match=r"--glue_pretrain_seeds \[3\]"):
         config.validate()
 
 
@@ -232,7 +237,7 @@ def test_fine_tuned_variants_default_to_the_core_four(tmp_path, tiny_data):
         for run in compare.plan_runs(config)
         if run.kind != "pretrain"
     }
-    assert tuned == {compare.CONTROL, "bert", "diet-rel"}
+    assert tuned == {CONTROL, "bert", "diet-rel"}
 
 
 @pytest.mark.large
@@ -266,7 +271,7 @@ def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
     changed = _config(
         tmp_path, tiny_data, variants=["bert"], seeds=[0], vocab_file=str(other)
     )
-    with pytest.raises(ValueError, match="data changed"):
+    with pytest.raises(UserError, match="data changed"):
         compare.run_comparison(changed)
     # Nothing was trained on the changed data.
     assert os.listdir(tmp_path / "results" / config.name / "finetune") == [
@@ -277,37 +282,35 @@ def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
 def test_variants_come_from_the_option_table():
     from tupe_tf.backbone_options import POSITION_ENCODINGS
 
-    assert list(compare.VARIANTS)[: len(POSITION_ENCODINGS)] == list(
-        POSITION_ENCODINGS
-    )
-    assert compare.VARIANTS["tupe-a-tie-cls"] == {
+    assert list(VARIANTS)[: len(POSITION_ENCODINGS)] == list(POSITION_ENCODINGS)
+    assert VARIANTS["tupe-a-tie-cls"] == {
         "position_encoding": "tupe-a",
         "untie_cls": False,
     }
 
 
 def test_changed_settings_are_refused(tmp_path, tiny_data):
-    compare.check_study_settings(_config(tmp_path, tiny_data))
-    with pytest.raises(ValueError, match="learning_rate"):
-        compare.check_study_settings(
+    study_records.check_study_settings(_config(tmp_path, tiny_data))
+    with pytest.raises(UserError, match="learning_rate"):
+        study_records.check_study_settings(
             _config(tmp_path, tiny_data, learning_rate=3e-3)
         )
     # Fine-tuning results of another recipe would silently drop out of the
     # GLUE table: refused too.
-    with pytest.raises(ValueError, match="glue_recipe"):
-        compare.check_study_settings(
+    with pytest.raises(UserError, match="glue_recipe"):
+        study_records.check_study_settings(
             _config(tmp_path, tiny_data, jit_compile=False)
         )
 
 
 def test_bad_compare_config_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="--variants"):
+    with pytest.raises(UserError, match="--variants"):
         compare.CompareConfig(variants=["tupe-x"]).validate()
-    with pytest.raises(ValueError, match="--glue_variants"):
+    with pytest.raises(UserError, match="--glue_variants"):
         compare.CompareConfig(glue_variants=["tupe-x"]).validate()
-    with pytest.raises(ValueError, match="--glue_dir"):
+    with pytest.raises(UserError, match="--glue_dir"):
         compare.CompareConfig(glue_dir=str(tmp_path / "missing")).validate()
-    with pytest.raises(ValueError, match="--extrapolation_factors"):
+    with pytest.raises(UserError, match="--extrapolation_factors"):
         compare.CompareConfig(extrapolation_factors=[1]).validate()
 
 
@@ -360,8 +363,8 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         ]
 
     finetune = (
-        runs(compare.CONTROL, 3e-4, [0.79, 0.80, 0.81])
-        + runs(compare.CONTROL, 1e-3, [0.70, 0.78, 0.79])
+        runs(CONTROL, 3e-4, [0.79, 0.80, 0.81])
+        + runs(CONTROL, 1e-3, [0.70, 0.78, 0.79])
         + runs("bert", 3e-4, [0.60, 0.70, 0.75])
         + runs("bert", 1e-3, [0.70, 0.72, 0.73])
         # A rate outside the configured sweep is ignored, however good.
@@ -369,24 +372,24 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         # Another pre-training seed's model: pooled only when listed.
         + runs("bert", 1e-3, [0.90, 0.91, 0.92], pretrain_seed=1)
     )
-    rows = compare.glue_summary(config, finetune, ["bert"])["sst2"]
-    assert rows[compare.CONTROL]["learning_rate"] == 3e-4
+    rows = study_report.glue_summary(config, finetune, ["bert"])["sst2"]
+    assert rows[CONTROL]["learning_rate"] == 3e-4
     assert rows["bert"]["learning_rate"] == 1e-3
     assert rows["bert"]["median_by_rate"] == {3e-4: 0.70, 1e-3: 0.72}
-    table = compare.render_tables(config, [], finetune, ["bert"])
+    table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
         "| bert | 0.001 | 0.720 [0.700, 0.730] | worse | 0.0003: 0.700, 0.001: 0.720 |"
         in table
     )
     # With one configured rate the per-rate column is left out.
     config.glue_learning_rates = [1e-3]
-    table = compare.render_tables(config, [], finetune, ["bert"])
+    table = study_report.render_tables(config, [], finetune, ["bert"])
     assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table
     config.glue_pretrain_seeds = [0, 1]
-    rows = compare.glue_summary(config, finetune, ["bert"])["sst2"]
+    rows = study_report.glue_summary(config, finetune, ["bert"])["sst2"]
     assert rows["bert"]["score"]["median"] == pytest.approx(0.815)
     assert rows["bert"]["runs"] == 6
-    table = compare.render_tables(config, [], finetune, ["bert"])
+    table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
         "| bert | 0.001 | 0.815 [0.700, 0.920] | no difference | 0,1 (6) |"
         in table
@@ -395,3 +398,35 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         "| no-pretraining | 0.001 | 0.780 [0.700, 0.790] | control | - (3) |"
         in table
     )
+
+
+def test_results_and_figures_go_under_the_output_dir_by_default(tmp_path):
+    config = compare.CompareConfig(output_dir=str(tmp_path / "study"))
+    name = config.name
+    assert config.study_results_dir == str(tmp_path / "study/results" / name)
+    assert config.study_figures_dir == str(tmp_path / "study/figures" / name)
+    assert not compare.CompareConfig().study_results_dir.startswith("docs")
+    assert not compare.CompareConfig().study_figures_dir.startswith("docs")
+    # The committed study names its places explicitly.
+    committed = compare.CompareConfig(
+        results_dir="docs/results", figures_dir="docs/figures/compare"
+    )
+    assert committed.study_results_dir == f"docs/results/{name}"
+    assert committed.study_figures_dir == f"docs/figures/compare/{name}"
+    # A report of no runs writes its tables there and nothing elsewhere.
+    out = compare.report(config)
+    assert out["figures"] == [] and out["pending"]
+    assert os.listdir(tmp_path) == ["study"]
+    assert os.listdir(tmp_path / "study" / "results" / name) == ["tables.md"]
+
+
+def test_a_damaged_result_file_is_refused_naming_it(tmp_path):
+    config = compare.CompareConfig(output_dir=str(tmp_path))
+    damaged = os.path.join(
+        config.study_results_dir, "pretrain", "bert__seed0.json"
+    )
+    os.makedirs(os.path.dirname(damaged))
+    with open(damaged, "w") as f:
+        f.write('{"variant": "be')
+    with pytest.raises(UserError, match="bert__seed0.json cannot be read"):
+        compare.report(config)

@@ -21,6 +21,7 @@ import os
 
 from data_pipeline.default_data import DEFAULT_VOCAB_SIZE
 from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 
 @dataclasses.dataclass
@@ -84,6 +85,24 @@ def _shard_files(directory):
     )
 
 
+def _build_shards(text_file, vocab_file, directory, length, num_shards=1):
+    """Packs `text_file` into shards of `length` under `directory`."""
+    import data_pipeline
+
+    data_pipeline.build_shards(
+        data_pipeline.ShardConfig(
+            input_patterns=text_file,
+            vocab_file=vocab_file,
+            output_dir=directory,
+            max_seq_length=length,
+            num_shards=num_shards,
+            lowercase=True,
+            overwrite=True,
+        )
+    )
+    return _shard_files(directory)
+
+
 def prepare_study_data(
     work_dir,
     seq_length,
@@ -124,8 +143,7 @@ def prepare_study_data(
     }
     marker = os.path.join(work_dir, "study_data.json")
     if os.path.isfile(marker):
-        with open(marker) as f:
-            saved = json.load(f)
+        saved = _read_marker(marker)
         if saved.get("settings") == settings:
             return _from_marker(saved)
     os.makedirs(work_dir, exist_ok=True)
@@ -143,27 +161,17 @@ def prepare_study_data(
         lowercase=True,
         learner=DEFAULT_LEARNER,
     )
-
-    def shards(text_file, name, length, num_shards):
-        directory = os.path.join(work_dir, name)
-        data_pipeline.build_shards(
-            data_pipeline.ShardConfig(
-                input_patterns=text_file,
-                vocab_file=vocab_file,
-                output_dir=directory,
-                max_seq_length=length,
-                num_shards=num_shards,
-                lowercase=True,
-                overwrite=True,
-            )
-        )
-        return _shard_files(directory)
-
-    train_files = shards(
-        train_txt, f"train_{seq_length}", seq_length, num_train_shards
+    train_files = _build_shards(
+        train_txt,
+        vocab_file,
+        os.path.join(work_dir, f"train_{seq_length}"),
+        seq_length,
+        num_train_shards,
     )
     eval_files = {
-        n: shards(heldout_txt, f"heldout_{n}", n, 1)
+        n: _build_shards(
+            heldout_txt, vocab_file, os.path.join(work_dir, f"heldout_{n}"), n
+        )
         for n in settings["eval_lengths"]
     }
     unigram = unigram_loss(
@@ -188,6 +196,17 @@ def prepare_study_data(
     }
     _write_text(marker, json.dumps(saved, indent=2))
     return _from_marker(saved)
+
+
+def _read_marker(marker):
+    try:
+        with open(marker, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise UserError(
+            f"--work_dir: {marker} cannot be read ({error}); delete it and "
+            "the study's data are built again."
+        ) from error
 
 
 def _from_marker(saved):

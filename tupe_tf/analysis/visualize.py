@@ -10,7 +10,9 @@ import numpy as np
 from tupe_tf.analysis import figures
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.utils import fileio
 from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 
@@ -55,20 +57,24 @@ class VisualizeConfig:
     seed: int = setting(0, help="Seed of the random token inputs.")
 
     def validate(self):
-        """Raises `ValueError` naming the bad flag."""
+        """Raises `UserError` naming the bad flag."""
         if self.sequence_length < 2:
-            raise ValueError(
+            raise UserError(
                 f"--sequence_length={self.sequence_length} must be >= 2."
             )
         for preset in (self.preset, *self.baseline_presets):
             if not os.path.isdir(preset):
-                raise ValueError(f"--preset {preset!r} is not a directory.")
+                raise UserError(f"--preset {preset!r} is not a directory.")
 
     def figures_dir(self):
         return self.output_dir or os.path.join(self.preset, "figures")
 
     def run(self):
-        """Draws the figures; returns the written paths."""
+        """Checks the presets and the output directory, then draws the
+        figures; returns the written paths."""
+        for preset in (self.preset, *self.baseline_presets):
+            checked_preset(preset)
+        fileio.check_writable_dir(self.figures_dir(), "--output_dir")
         return visualize_preset(
             self.preset,
             output_dir=self.figures_dir(),
@@ -76,6 +82,17 @@ class VisualizeConfig:
             baseline_presets=self.baseline_presets,
             seed=self.seed,
         )
+
+
+def checked_preset(preset):
+    """`check_preset`, refusing an incomplete or damaged preset with a
+    `UserError` (the user's file) that keeps its message."""
+    try:
+        return check_preset(preset)
+    except UserError:
+        raise
+    except ValueError as error:
+        raise UserError(str(error)) from error
 
 
 def visualize_preset(
@@ -95,10 +112,10 @@ def visualize_preset(
     """
     backbones = {}
     for path in [preset, *baseline_presets]:
-        check_preset(path)
+        checked_preset(path)
         backbone = TupeBackbone.from_preset(path)
         if sequence_length > backbone.max_sequence_length:
-            raise ValueError(
+            raise UserError(
                 f"--sequence_length={sequence_length} is longer than the "
                 f"max_sequence_length={backbone.max_sequence_length} of "
                 f"preset {path!r}."

@@ -5,6 +5,6 @@ model code), so that `tupe_tf.layers`, `tupe_tf.models`, `tupe_tf.training`
 and `data_pipeline` all build on them without importing one another:
 user errors (`errors`), the scripts' runner (`cli`), flags generated from
 config dataclasses (`config_flags`), refusal of misspelt keywords
-(`keyword_arguments`), atomic file output (`fileio`) and process start-up
-(`process_startup`).
+(`keyword_arguments`), atomic file output (`fileio`), process start-up
+(`process_startup`) and markdown tables (`markdown`).
 """

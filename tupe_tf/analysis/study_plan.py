@@ -1,0 +1,135 @@
+"""The runs of the comparison study, in the order they run, and their paths.
+
+Example:
+
+>>> from tupe_tf.analysis.study_config import CompareConfig
+>>> config = CompareConfig(seeds=(0,), other_seeds=(0,), glue_seeds=(0,))
+>>> [run.key for run in plan_runs(config)][:2]
+['pretrain/bert__seed0', 'pretrain/tupe-r__seed0']
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import CORE_VARIANTS
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One unit of the study: a pre-training or a fine-tuning run."""
+
+    kind: str  # "pretrain" or "finetune"
+    variant: str
+    seed: int
+    task: Optional[str] = None
+    learning_rate: Optional[float] = None
+    pretrain_seed: Optional[int] = None
+    epochs: Optional[int] = None
+
+    @property
+    def key(self):
+        if self.kind == "pretrain":
+            return f"pretrain/{self.variant}__seed{self.seed}"
+        return (
+            f"finetune/{self.variant}__pseed{self.pretrain_seed}__"
+            f"{self.task}__lr{self.learning_rate:g}__ep{self.epochs}__"
+            f"seed{self.seed}"
+        )
+
+
+def _seeds_of(config, variant):
+    return list(
+        config.seeds if variant in CORE_VARIANTS else config.other_seeds
+    )
+
+
+def plan_runs(config):
+    """Every run of the study, in the order it runs.
+
+    A study stopped part-way should already answer the main question, and
+    only the results are kept with it (the study may continue on another
+    machine, without the models), so: first the control's fine-tuning; then per core variant its
+    seed-`seeds[0]` pre-training followed at once by its fine-tuning; then
+    the core variants' other seeds (each followed by its fine-tuning when
+    it is one of `glue_pretrain_seeds`); then the remaining variants the
+    same way.
+    """
+    variants = list(config.variants)
+    first = config.seeds[0]
+
+    def finetunings(variant, pretrain_seed):
+        if config.glue_dir is None or (
+            variant != CONTROL
+            and (
+                variant not in config.glue_variants
+                or pretrain_seed not in config.fine_tuned_pretrain_seeds
+            )
+        ):
+            return []
+        return [
+            Run(
+                "finetune",
+                variant,
+                seed,
+                task,
+                float(lr),
+                pretrain_seed,
+                epochs,
+            )
+            for epochs in [config.glue_epochs]
+            for seed in config.glue_seeds
+            for task in config.glue_tasks
+            for lr in config.glue_learning_rates
+        ]
+
+    # The control has no pre-training: one set of runs, named as seed `first`.
+    runs = finetunings(CONTROL, first)
+    for core in (True, False):
+        group = [v for v in variants if (v in CORE_VARIANTS) == core]
+        for variant in group:
+            runs.append(Run("pretrain", variant, first))
+            runs.extend(finetunings(variant, first))
+        for variant in group:
+            for seed in _seeds_of(config, variant):
+                if seed != first:
+                    runs.append(Run("pretrain", variant, seed))
+                    runs.extend(finetunings(variant, seed))
+    seen, ordered = set(), []
+    for run in runs:
+        if run.key not in seen:
+            seen.add(run.key)
+            ordered.append(run)
+    return ordered
+
+
+def result_path(config, run):
+    """The JSON file of a finished run."""
+    return os.path.join(config.study_results_dir, run.key + ".json")
+
+
+def finetune_output_dir(config, run):
+    """The fine-tuning log directory of a fine-tuning run."""
+    return os.path.join(
+        config.study_output_dir, "glue", os.path.basename(run.key)
+    )
+
+
+def model_dir(config, variant, seed):
+    """The model directory of one (variant, pre-training seed)."""
+    return os.path.join(
+        config.study_output_dir, "models", f"{variant}__seed{seed}"
+    )
+
+
+def preset_dir(config, variant, seed):
+    """The preset a (variant, pre-training seed) run saves."""
+    return os.path.join(model_dir(config, variant, seed), "preset")
+
+
+def has_preset(config, variant, seed):
+    """Whether the preset of a (variant, seed) is on this machine."""
+    return os.path.isfile(
+        os.path.join(preset_dir(config, variant, seed), "config.json")
+    )

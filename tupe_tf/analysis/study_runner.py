@@ -1,0 +1,297 @@
+"""Running the comparison study: pre-training and fine-tuning runs.
+
+`run_comparison` runs what is missing of the study, one run at a time; each
+finished run writes its JSON file (`study_records`) and the tables and
+figures are rebuilt after it (`study_report`), so a stopped study can be
+resumed, or extended by a rerun with more seeds.
+
+Example:
+
+>>> from tupe_tf.analysis.study_config import CompareConfig
+>>> result = run_comparison(CompareConfig(), max_runs=1)  # doctest: +SKIP
+"""
+
+import os
+import resource
+import shutil
+import time
+
+from tupe_tf.analysis import study_plan
+from tupe_tf.analysis import study_records
+from tupe_tf.analysis import study_report
+from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import CONTROL_ENCODING
+from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.analysis.study_config import CompareConfig
+from tupe_tf.analysis.study_plan import Run
+from tupe_tf.utils import fileio
+
+
+def _data(config):
+    from tupe_tf.analysis import study_data
+
+    if config.train_files:
+        return study_data.StudyData(
+            vocab_file=config.vocab_file,
+            train_files=list(config.train_files),
+            eval_files={int(k): list(v) for k, v in config.eval_files.items()},
+            unigram_loss=float("nan"),
+            stats={},
+            fingerprint=study_data.data_fingerprint(
+                config.vocab_file,
+                config.train_files,
+                {int(k): v for k, v in config.eval_files.items()},
+            ),
+        )
+    fileio.check_writable_dir(config.work_dir, "--work_dir")
+    return study_data.prepare_study_data(
+        config.work_dir,
+        config.seq_length,
+        config.eval_lengths,
+        heldout_fraction=config.heldout_fraction,
+    )
+
+
+def _pretrain(config, run, data, steps=None, learning_rate=None):
+    """Pre-trains one model from scratch; returns (model_dir, results)."""
+    from tupe_tf import training
+
+    if run.variant == CONTROL:
+        options = {"position_encoding": CONTROL_ENCODING}
+    else:
+        options = VARIANTS[run.variant]
+    model_dir = study_plan.model_dir(config, run.variant, run.seed)
+    # An interrupted run starts over: its curve must be one run's history.
+    shutil.rmtree(model_dir, ignore_errors=True)
+    steps = config.num_train_steps if steps is None else steps
+    interval = min(config.eval_interval, steps)
+    result = training.run_pretraining(
+        training.PretrainConfig(
+            model_dir=model_dir,
+            train_files=data.train_files,
+            eval_files=data.eval_files[config.seq_length],
+            vocab_file=data.vocab_file,
+            seq_length=config.seq_length,
+            global_batch_size=config.global_batch_size,
+            num_train_steps=steps,
+            save_every=interval,
+            eval_every=interval,
+            eval_steps=config.eval_steps,
+            keep_checkpoints=1,
+            seed=run.seed,
+            verbose=0,
+            model=training.ModelConfig(
+                model_size=config.model_size,
+                max_sequence_length=max(config.eval_lengths),
+                **(config.model_dims or {}),
+                **options,
+            ),
+            optimizer=training.OptimizerConfig(
+                learning_rate=(
+                    config.learning_rate
+                    if learning_rate is None
+                    else learning_rate
+                ),
+                warmup_ratio=config.warmup_ratio,
+            ),
+            runtime=training.RuntimeConfig(jit_compile=config.jit_compile),
+        )
+    )
+    return model_dir, result.results
+
+
+def run_pretrain(config, run, data):
+    """Pre-trains one (variant, seed); returns its result dict."""
+    from tupe_tf.analysis import study_data
+
+    start = time.time()
+    model_dir, results = _pretrain(config, run, data)
+    losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
+    steps = [config.eval_interval * (i + 1) for i in range(len(losses))]
+    preset = os.path.join(model_dir, "preset")
+    extrapolation = {}
+    for length in config.eval_lengths:
+        extrapolation[str(length)] = study_data.evaluate_mlm(
+            preset, data.eval_files[length], data.vocab_file, length
+        )["loss"]
+    return {
+        "kind": "pretrain",
+        "variant": run.variant,
+        "options": VARIANTS[run.variant],
+        "seed": run.seed,
+        "num_train_steps": config.num_train_steps,
+        "seq_length": config.seq_length,
+        "learning_rate": config.learning_rate,
+        "curve": {"steps": steps, "val_loss": losses},
+        "final_val_loss": losses[-1] if losses else None,
+        "heldout_loss_by_length": extrapolation,
+        "unigram_loss": data.unigram_loss,
+        "data_fingerprint": data.fingerprint,
+        "wall_seconds": time.time() - start,
+    }
+
+
+def _control_preset(config, data):
+    """A randomly initialised preset (one step at learning rate 0)."""
+    run = Run("pretrain", CONTROL, config.seeds[0])
+    if not study_plan.has_preset(config, CONTROL, run.seed):
+        _pretrain(config, run, data, steps=1, learning_rate=0.0)
+    return study_plan.preset_dir(config, CONTROL, run.seed)
+
+
+def run_finetune(config, run, data):
+    """Fine-tunes one (variant, task, learning rate, seed)."""
+    from tupe_tf import training
+    from tupe_tf.training import finetune
+
+    start = time.time()
+    if run.variant == CONTROL:
+        preset = _control_preset(config, data)
+    else:
+        preset = study_plan.preset_dir(config, run.variant, run.pretrain_seed)
+        if not study_plan.has_preset(config, run.variant, run.pretrain_seed):
+            raise FileNotFoundError(
+                f"{preset} is missing: the pre-training of {run.variant} "
+                f"seed {run.pretrain_seed} must run (or be re-run) first."
+            )
+    results = finetune.run_glue(
+        training.GlueConfig(
+            task=run.task,
+            preset=preset,
+            output_dir=study_plan.finetune_output_dir(config, run),
+            glue_dir=config.glue_dir,
+            seq_length=config.glue_seq_length,
+            learning_rates=[run.learning_rate],
+            seeds=[run.seed],
+            batch_size=config.glue_batch_size,
+            num_epochs=config.glue_epochs,
+            max_train_examples=config.glue_max_train_examples,
+            verbose=0,
+            runtime=training.RuntimeConfig(jit_compile=config.jit_compile),
+        )
+    )
+    primary = results["primary_metric"]
+    single = results["runs"][0]
+    split = next(iter(single["dev"]))
+    return {
+        "kind": "finetune",
+        "variant": run.variant,
+        "pretrain_seed": run.pretrain_seed,
+        "num_train_steps": (
+            0 if run.variant == CONTROL else config.num_train_steps
+        ),
+        "task": run.task,
+        "learning_rate": run.learning_rate,
+        "seed": run.seed,
+        "metric": primary,
+        "score": float(single["dev"][split][primary]),
+        "score_per_epoch": [
+            float(epoch[split][primary]) for epoch in single["dev_per_epoch"]
+        ],
+        "num_train_examples": results["num_train_examples"],
+        "recipe": config.glue_recipe(),
+        "data_fingerprint": data.fingerprint,
+        "wall_seconds": time.time() - start,
+    }
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _execute(config, run, data):
+    """Runs one run, writes its JSON file and the report; returns the dict."""
+    cpu = _cpu_seconds()
+    if run.kind == "pretrain":
+        result = run_pretrain(config, run, data)
+        if run.seed == config.seeds[0]:
+            try:
+                draw_bias_map(config, run)
+            except Exception as error:  # a picture never stops a study
+                print(f"[compare] no bias map of {run.key}: {error!r}")
+    else:
+        result = run_finetune(config, run, data)
+    # Process CPU time of all threads: with a busy machine, wall time
+    # overstates the compute; CPU time over the cores bounds it.
+    result["cpu_seconds"] = _cpu_seconds() - cpu
+    study_records.write_json(study_plan.result_path(config, run), result)
+    print(
+        f"[compare] {run.key} done in {result['wall_seconds']:.0f} s "
+        f"({result['cpu_seconds']:.0f} CPU s)",
+        flush=True,
+    )
+    study_report.report(config)
+    return result
+
+
+def run_comparison(config: CompareConfig, max_runs=None):
+    """Runs the missing runs of the study in `plan_runs` order, then reports.
+
+    A fine-tuning run whose pre-trained model is not on this machine (the
+    study continues in a new checkout) first pre-trains that model again
+    with the same seed, replacing its JSON file.
+
+    Args:
+        config: a `CompareConfig`.
+        max_runs: stop after this many new runs (None: all).
+
+    Returns:
+        The `report` dict.
+    """
+    config.validate()
+    for directory, flag in config.output_locations():
+        fileio.check_writable_dir(directory, flag)
+    study_records.check_study_settings(config)
+    planned = study_plan.plan_runs(config)
+    todo = [
+        r
+        for r in planned
+        if not os.path.isfile(study_plan.result_path(config, r))
+    ]
+    print(
+        f"[compare] {config.name}: {len(planned) - len(todo)} of "
+        f"{len(planned)} runs done, {len(todo)} to run",
+        flush=True,
+    )
+    data = _data(config) if todo else None
+    if data is not None:
+        study_records.check_study_data(config, data)
+    for index, run in enumerate(todo[:max_runs]):
+        print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
+        if (
+            run.kind == "finetune"
+            and run.variant != CONTROL
+            and not study_plan.has_preset(
+                config, run.variant, run.pretrain_seed
+            )
+        ):
+            again = Run("pretrain", run.variant, run.pretrain_seed)
+            print(
+                f"[compare] {again.key} again: its model is not on this "
+                "machine and the fine-tuning needs it",
+                flush=True,
+            )
+            _execute(config, again, data)
+        _execute(config, run, data)
+    return study_report.report(config)
+
+
+def draw_bias_map(config, run):
+    """Positional-bias heat map of a trained model (needs the model)."""
+    import numpy as np
+
+    from tupe_tf.analysis import figures
+    from tupe_tf.models.tupe_backbone import TupeBackbone
+
+    backbone = TupeBackbone.from_preset(
+        study_plan.preset_dir(config, run.variant, run.seed)
+    )
+    if not np.any(backbone.positional_bias(config.seq_length)):
+        return None  # positions only at the input: no bias to draw
+    return figures.plot_positional_bias(
+        backbone,
+        config.seq_length,
+        os.path.join(config.study_figures_dir, f"bias_{run.variant}.png"),
+        name=run.variant,
+    )
