@@ -162,7 +162,7 @@ class CompareConfig:
     jit_compile: bool = setting(
         True,
         help="XLA-compile the pre-training and fine-tuning steps (faster "
-        "steps, same results; docs/benchmarks.md).",
+        "steps; docs/benchmarks.md measures them).",
     )
     glue_epochs: int = setting(
         SMALL_FINETUNE_RECIPE["num_epochs"], help="Fine-tuning epochs."
