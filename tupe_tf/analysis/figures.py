@@ -1,12 +1,9 @@
 """Pictures of positional attention (TUPE fig. 6; DIET figs. 2, 4, 7, 8)."""
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from tupe_tf.utils import fileio  # noqa: E402
+from tupe_tf.analysis.plotting import pyplot
+from tupe_tf.analysis.plotting import save_figure
 
 
 def plot_positional_bias(
@@ -26,7 +23,7 @@ def plot_positional_bias(
         `path`.
     """
     fig = positional_bias_figure(backbone, sequence_length, max_layers, name)
-    _save(fig, path)
+    save_figure(fig, path)
     return path
 
 
@@ -45,7 +42,7 @@ def positional_bias_figure(backbone, sequence_length, max_layers=4, name=None):
     shared = all(np.allclose(bias[0], b) for b in bias[1:])
     layers = 1 if shared else min(max_layers, bias.shape[0])
     heads = bias.shape[1]
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         layers,
         heads,
         figsize=(max(6.0, 2.2 * heads), 2.2 * layers + 0.9),
@@ -105,7 +102,7 @@ def plot_attention_ranks(ranks_by_model, path):
         ranks_by_model: dict name -> `attention_ranks(...)` output.
         path: output PNG path.
     """
-    _save(attention_ranks_figure(ranks_by_model), path)
+    save_figure(attention_ranks_figure(ranks_by_model), path)
     return path
 
 
@@ -118,7 +115,7 @@ def attention_ranks_figure(ranks_by_model):
     Returns:
         The matplotlib figure (the caller saves or closes it).
     """
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = pyplot().subplots(figsize=(7, 4))
     names = list(ranks_by_model)
     num_layers = len(next(iter(ranks_by_model.values()))["content"])
     width = 0.8 / (2 * len(names))
@@ -157,9 +154,3 @@ def attention_ranks_figure(ranks_by_model):
     ax.set_title("Attention rank: positions at the input vs per head")
     fig.tight_layout()
     return fig
-
-
-def _save(fig, path):
-    with fileio.atomic_file(path) as temporary:
-        fig.savefig(temporary, dpi=110, format="png")
-    plt.close(fig)

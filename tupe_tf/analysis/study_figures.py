@@ -1,37 +1,24 @@
 """Figures of the comparison study, drawn from the per-run JSON files."""
 
-import os
+import numpy as np
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from tupe_tf.analysis import study_stats  # noqa: E402
-from tupe_tf.utils import fileio  # noqa: E402
+from tupe_tf.analysis import study_stats
+from tupe_tf.analysis.plotting import pyplot
+from tupe_tf.analysis.plotting import save_figure
 
 # Fixed metadata: the same JSON files give the same PNG bytes.
 _METADATA = {"Software": None}
 
 
-def _save(fig, path):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with fileio.atomic_file(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png", metadata=_METADATA)
-    plt.close(fig)
-    return path
-
-
 def _colors(order):
-    cmap = plt.get_cmap("tab10" if len(order) <= 10 else "tab20")
+    cmap = pyplot().get_cmap("tab10" if len(order) <= 10 else "tab20")
     return {name: cmap(i % cmap.N) for i, name in enumerate(order)}
 
 
 def plot_loss_bands(pretrain, order, plateau_loss, path):
     """Validation loss per variant: median over seeds, min-max band, log-x."""
     colors = _colors(order)
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = pyplot().subplots(figsize=(8, 5))
     for variant in order:
         runs = [r for r in pretrain if r["variant"] == variant]
         if not runs:
@@ -76,13 +63,13 @@ def plot_loss_bands(pretrain, order, plateau_loss, path):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path, metadata=_METADATA)
 
 
 def plot_extrapolation(pretrain, order, seq_length, path):
     """Held-out loss against evaluation length (median, min-max bars)."""
     colors = _colors(order)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     lengths = [seq_length]
     for index, variant in enumerate(order):
         runs = [r for r in pretrain if r["variant"] == variant]
@@ -120,12 +107,12 @@ def plot_extrapolation(pretrain, order, seq_length, path):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, path, metadata=_METADATA)
 
 
 def plot_glue(glue, path):
     """`draw_glue` saved as a PNG at `path`; returns `path`."""
-    return _save(draw_glue(glue), path)
+    return save_figure(draw_glue(glue), path, metadata=_METADATA)
 
 
 def draw_glue(glue):
@@ -133,7 +120,7 @@ def draw_glue(glue):
     no-pre-training control as a line with its min-max band. Returns the
     figure."""
     tasks = list(glue)
-    fig, axes = plt.subplots(
+    fig, axes = pyplot().subplots(
         1, len(tasks), figsize=(5.5 * len(tasks), 4.5), squeeze=False
     )
     for ax, task in zip(axes[0], tasks):
