@@ -21,6 +21,10 @@ from typing import Sequence
 from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import between
+from tupe_tf.utils.config_flags import check_ranges
+from tupe_tf.utils.config_flags import greater_than
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -95,9 +99,13 @@ class CompareConfig:
         help=f"Pre-training seeds of {list(CORE_VARIANTS)}; the first "
         "seed's models are the ones fine-tuned (see --glue_pretrain_seeds).",
         element_type=int,
+        valid=at_least(0),
     )
     other_seeds: Sequence[int] = setting(
-        (0,), help="Pre-training seeds of the other variants.", element_type=int
+        (0,),
+        help="Pre-training seeds of the other variants.",
+        element_type=int,
+        valid=at_least(0),
     )
     model_size: str = setting(
         "tiny", help="A key of tupe_tf.training.MODEL_SIZES."
@@ -105,29 +113,47 @@ class CompareConfig:
     model_dims: Optional[dict] = setting(
         None, help="Explicit dims overriding model_size (tests).", flag=False
     )
-    seq_length: int = setting(64, help="Pre-training sequence length.")
+    seq_length: int = setting(
+        64, help="Pre-training sequence length.", valid=at_least(3)
+    )
     extrapolation_factors: Sequence[int] = setting(
         (2, 4),
         help="Held-out lengths as multiples of --seq_length.",
         element_type=int,
+        valid=at_least(2),
     )
-    global_batch_size: int = setting(32, help="Pre-training batch.")
+    global_batch_size: int = setting(
+        32, help="Pre-training batch.", valid=at_least(1)
+    )
     # 2,000 is the fewest measured to take a variant off the plateau on the
     # study's data (tupe-r: 5.843 at 1,200 steps, 5.396 at 1,800;
     # batch 16 for 2,000 steps stayed at 5.854; docs/results.md).
-    num_train_steps: int = setting(2000, help="Pre-training steps per run.")
+    num_train_steps: int = setting(
+        2000, help="Pre-training steps per run.", valid=at_least(1)
+    )
     learning_rate: float = setting(
-        SMALL_PRETRAIN_LEARNING_RATE, help="Pre-training peak rate."
+        SMALL_PRETRAIN_LEARNING_RATE,
+        help="Pre-training peak rate.",
+        valid=greater_than(0),
     )
-    warmup_ratio: float = setting(0.05, help="Pre-training warm-up fraction.")
+    warmup_ratio: float = setting(
+        0.05,
+        help="Pre-training warm-up fraction.",
+        valid=between(0, 1, high_open=True),
+    )
     eval_interval: int = setting(
-        100, help="Steps between validation-loss points of the curve."
+        100,
+        help="Steps between validation-loss points of the curve.",
+        valid=at_least(1),
     )
-    eval_steps: int = setting(20, help="Validation batches per point.")
+    eval_steps: int = setting(
+        20, help="Validation batches per point.", valid=at_least(1)
+    )
     plateau_loss: float = setting(
         5.7,
         help="Validation loss of the plateau; the exit step is the first "
         "point study_stats.PLATEAU_MARGIN below it (report only).",
+        valid=greater_than(0),
     )
     glue_dir: Optional[str] = setting(
         None, help="GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning."
@@ -140,9 +166,13 @@ class CompareConfig:
         help="Fine-tuning learning rates tried per (variant, task); the one "
         "with the best median dev metric is reported.",
         element_type=float,
+        valid=greater_than(0),
     )
     glue_seeds: Sequence[int] = setting(
-        (0, 1, 2), help="Fine-tuning seeds.", element_type=int
+        (0, 1, 2),
+        help="Fine-tuning seeds.",
+        element_type=int,
+        valid=at_least(0),
     )
     glue_pretrain_seeds: Optional[Sequence[int]] = setting(
         None,
@@ -150,6 +180,7 @@ class CompareConfig:
         "first of --seeds); a variant's runs at every listed seed it was "
         "pre-trained with are pooled in its GLUE row.",
         element_type=int,
+        valid=at_least(0),
     )
     glue_variants: Sequence[str] = setting(
         CORE_VARIANTS,
@@ -165,15 +196,25 @@ class CompareConfig:
         "steps; docs/benchmarks.md measures them).",
     )
     glue_epochs: int = setting(
-        SMALL_FINETUNE_RECIPE["num_epochs"], help="Fine-tuning epochs."
+        SMALL_FINETUNE_RECIPE["num_epochs"],
+        help="Fine-tuning epochs.",
+        valid=at_least(1),
     )
-    glue_seq_length: int = setting(64, help="Fine-tuning sequence length.")
-    glue_batch_size: int = setting(32, help="Fine-tuning batch.")
+    glue_seq_length: int = setting(
+        64, help="Fine-tuning sequence length.", valid=at_least(3)
+    )
+    glue_batch_size: int = setting(
+        32, help="Fine-tuning batch.", valid=at_least(1)
+    )
     glue_max_train_examples: Optional[int] = setting(
-        None, help="Cap on fine-tuning training examples (unset: all)."
+        None,
+        help="Cap on fine-tuning training examples (unset: all).",
+        valid=at_least(1),
     )
     heldout_fraction: float = setting(
-        0.08, help="Fraction of the corpus held out, by document."
+        0.08,
+        help="Fraction of the corpus held out, by document.",
+        valid=between(0, 1, low_open=True, high_open=True),
     )
     from_results: bool = setting(
         False,
@@ -181,7 +222,9 @@ class CompareConfig:
         "files (no training, no models needed).",
     )
     max_runs: Optional[int] = setting(
-        None, help="Stop after this many new runs (unset: all)."
+        None,
+        help="Stop after this many new runs (unset: all).",
+        valid=at_least(1),
     )
     train_files: Sequence[str] = setting(
         (), help="Shards to use instead (tests).", flag=False
@@ -276,6 +319,7 @@ class CompareConfig:
 
     def validate(self):
         """Raises `UserError` naming the flag of a bad setting."""
+        check_ranges(self)
         for flag, names in (
             ("--variants", self.variants),
             ("--glue_variants", self.glue_variants),
@@ -301,11 +345,6 @@ class CompareConfig:
             raise UserError(
                 "--eval_interval must be between 1 and --num_train_steps "
                 f"(got {self.eval_interval} and {self.num_train_steps})."
-            )
-        if any(int(f) < 2 for f in self.extrapolation_factors):
-            raise UserError(
-                "--extrapolation_factors must be integers >= 2 "
-                f"(got {list(self.extrapolation_factors)})."
             )
         if self.glue_dir is not None and not os.path.isdir(self.glue_dir):
             raise UserError(f"--glue_dir {self.glue_dir!r} is not a directory.")

@@ -11,6 +11,8 @@ from tupe_tf.analysis import figures
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -53,15 +55,16 @@ class VisualizeConfig:
     output_dir: Optional[str] = setting(
         None, help="Where the PNGs go (default: <preset>/figures)."
     )
-    sequence_length: int = setting(64, help="Length of the maps and inputs.")
-    seed: int = setting(0, help="Seed of the random token inputs.")
+    sequence_length: int = setting(
+        64, help="Length of the maps and inputs.", valid=at_least(2)
+    )
+    seed: int = setting(
+        0, help="Seed of the random token inputs.", valid=at_least(0)
+    )
 
     def validate(self):
         """Raises `UserError` naming the bad flag."""
-        if self.sequence_length < 2:
-            raise UserError(
-                f"--sequence_length={self.sequence_length} must be >= 2."
-            )
+        check_ranges(self)
         for preset in (self.preset, *self.baseline_presets):
             if not os.path.isdir(preset):
                 raise UserError(f"--preset {preset!r} is not a directory.")

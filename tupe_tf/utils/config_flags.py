@@ -268,14 +268,18 @@ def _help_with_range(help_text, valid):
     return help_text if valid is None else f"{help_text} Valid: {valid}."
 
 
-def check_ranges(config_cls, flag_values=flags.FLAGS):
-    """Refuses a parsed flag whose value is outside its setting's range.
+def check_ranges(config):
+    """Refuses a setting of `config` (nested configs included) whose value
+    is outside its declared range; a config's `validate` calls it too, so
+    that library callers get the same refusal as the flags.
 
     Raises:
         UserError: `--name=value is out of range: it must be <range>.`
     """
-    for spec in flag_specs(config_cls):
-        value = flag_values[spec.name].value
+    for spec in flag_specs(type(config)):
+        value = config
+        for name in spec.path:
+            value = getattr(value, name)
         if spec.valid is None or value is None:
             continue
         for element in value if spec.kind == "list" else [value]:
@@ -354,8 +358,9 @@ def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
     Raises:
         UserError: a flag's value is outside its setting's range.
     """
-    check_ranges(config_cls, flag_values)
-    return _build(config_cls, flag_values, (), overrides)
+    config = _build(config_cls, flag_values, (), overrides)
+    check_ranges(config)
+    return config
 
 
 def validated_config_from_flags(config_cls, flag_values=flags.FLAGS):
