@@ -7,11 +7,11 @@ need it.
 from data_pipeline.corpus import embedded_corpus_path
 from data_pipeline.corpus import resolve_input_files
 from data_pipeline.manifest import read_manifest
-from data_pipeline.reader import ShardCheck
-from data_pipeline.reader import check_shards_vocabulary
 from data_pipeline.reader import pretraining_dataset
-from data_pipeline.reader import verify_shards
-from data_pipeline.shards import ShardConfig
+from data_pipeline.shard_config import ShardConfig
+from data_pipeline.shard_verification import ShardCheck
+from data_pipeline.shard_verification import check_shards_vocabulary
+from data_pipeline.shard_verification import verify_shards
 from data_pipeline.shards import build_shards
 from data_pipeline.vocab import RESERVED_TOKENS
 from data_pipeline.vocab import build_vocabulary

@@ -17,6 +17,7 @@ import shlex
 
 from data_pipeline import corpus
 from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
 
 BEAM_MISSING = (
     "Apache Beam is not installed: pip install 'tupe-tf[beam]' "
@@ -54,11 +55,11 @@ class BeamSettings:
 
 
 def import_beam():
-    """`apache_beam`, or an ImportError saying how to install it."""
+    """`apache_beam`, or a `UserError` saying how to install it."""
     try:
         import apache_beam  # pylint: disable=g-import-not-at-top
     except ImportError as e:
-        raise ImportError(BEAM_MISSING) from e
+        raise UserError(BEAM_MISSING) from e
     return apache_beam
 
 
@@ -70,12 +71,21 @@ def pipeline_options(runner, beam_options=None):
       beam_options: `None`, a string (split like a shell command line) or a
         list of `--flag=value` strings.
 
+    Raises:
+      UserError: Beam is not installed, or does not know `runner` (Beam's
+        message, which lists the runners it knows).
+
     Example:
     >>> pipeline_options("DirectRunner", "--direct_num_workers=2")  # doctest: +SKIP
     """
     import_beam()
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+    from apache_beam.runners.runner import create_runner  # pylint: disable=g-import-not-at-top
 
+    try:
+        create_runner(runner)
+    except ValueError as e:  # "Unexpected pipeline runner: ..."
+        raise UserError(str(e)) from e
     if isinstance(beam_options, str):
         beam_options = shlex.split(beam_options)
     return PipelineOptions(list(beam_options or []) + [f"--runner={runner}"])
@@ -83,7 +93,7 @@ def pipeline_options(runner, beam_options=None):
 
 def check_num_partitions(num_partitions):
     if not isinstance(num_partitions, int) or num_partitions < 1:
-        raise ValueError(
+        raise UserError(
             f"num_partitions must be an int >= 1, got {num_partitions!r}."
         )
 

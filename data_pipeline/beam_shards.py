@@ -37,6 +37,8 @@ from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import packing
+from data_pipeline import shard_config
+from data_pipeline import shard_outputs
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tupe_tf.utils import fileio
@@ -138,13 +140,11 @@ def build_shards_beam(
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      ValueError: bad config, `num_partitions`, runner or vocabulary;
-        `UserError`: empty, binary or undecodable input, too many
-        `[UNK]` tokens (nothing is written).
-      FileNotFoundError: a missing input or vocabulary file.
-      FileExistsError: `output_dir` not empty and `overwrite` not set.
-      fileio.OutputError: `output_dir` cannot be created or written.
-      ImportError: Apache Beam is not installed.
+      UserError: Apache Beam is not installed; a bad config,
+        `num_partitions`, runner or vocabulary; empty, binary, unreadable or
+        undecodable input, too many `[UNK]` tokens (nothing is written);
+        the refusals of `shards.build_shards` (missing files, an
+        `output_dir` that cannot be used).
 
     Example:
     >>> build_shards_beam(shards.ShardConfig(input_patterns="wiki/*.txt",
@@ -155,20 +155,18 @@ def build_shards_beam(
     config.validate()
     beam_common.check_num_partitions(num_partitions)
     if num_partitions > config.num_shards:
-        raise ValueError(
+        raise UserError(
             f"num_partitions ({num_partitions}) must be <= num_shards "
             f"({config.num_shards}): each partition writes its own shards."
         )
     vocabulary, input_files = shards.preflight(config)
     options = beam_common.pipeline_options(runner, beam_options)
     output_dir = os.fspath(config.output_dir)
-    names = shards.shard_names(
-        config.file_prefix, config.num_shards, config.tf_compression
-    )
+    names = shard_config.shard_names(config)
     final_paths = [os.path.join(output_dir, n) for n in names]
     with fileio.made_directory(output_dir, "--output_dir"):
         with fileio.work_directory(
-            output_dir, shards.BEAM_WORK_DIR_PREFIX
+            output_dir, shard_outputs.BEAM_WORK_DIR_PREFIX
         ) as result_dir:
             shard_entries, results, packing_stats, unk_count = _run_pipeline(
                 beam,
@@ -182,7 +180,7 @@ def build_shards_beam(
                 result_dir,
                 partition_hook,
             )
-    manifest = shards.shard_manifest(
+    manifest = manifest_lib.shard_manifest(
         config,
         vocabulary,
         input_files,
@@ -267,18 +265,10 @@ def _run_pipeline(
             vocabulary,
             input_files,
         )
-        shard_entries = [
-            {
-                "name": name,
-                "examples": count,
-                "bytes": os.path.getsize(tmp_path),
-                "sha256": fileio.file_sha256(tmp_path),
-            }
-            for name, tmp_path, count in zip(names, tmp_paths, counts)
-        ]
+        shard_entries = shard_outputs.shard_entries(names, tmp_paths, counts)
         # Every shard is complete: drop an older run's manifest and shards
         # now; leaving the `with` renames the new shards.
-        shards.remove_previous_outputs(
+        shard_outputs.remove_previous_outputs(
             output_dir,
             keep={os.path.basename(p) for p in tmp_paths}
             | {os.path.basename(result_dir)},

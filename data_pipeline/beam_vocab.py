@@ -118,12 +118,12 @@ def build_vocabulary_beam(
       `num_partitions`.
 
     Raises:
-      ValueError: bad `vocab_size`/`num_partitions`; `UserError`:
-        empty, binary or undecodable input (nothing is written).
-      FileNotFoundError: a missing input file.
-      fileio.OutputError: the directory of `output_file` cannot be created
-        or written.
-      ImportError: Apache Beam is not installed.
+      UserError: Apache Beam is not installed; a bad `vocab_size`,
+        `num_partitions` or runner; empty, binary, unreadable or
+        undecodable input (nothing is written).
+      fileio.NoMatchingFileError (a `UserError`): a missing input file.
+      fileio.OutputError (a `UserError`): the directory of `output_file`
+        cannot be created or written.
 
     Example:
     >>> build_vocabulary_beam("corpus/*.txt", 30522, "vocab.txt",

@@ -58,10 +58,10 @@ class TextInputSettings:
     )
 
     def check_text_input_settings(self):
-        """Raises `ValueError` naming the bad field."""
+        """Raises `UserError` naming the bad field."""
         fraction = self.max_invalid_line_fraction
         if not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
-            raise ValueError(
+            raise UserError(
                 f"max_invalid_line_fraction: must be in [0, 1] (got "
                 f"{fraction!r})."
             )
@@ -92,10 +92,10 @@ def resolve_input_files(input_patterns, text_input=None):
       A list of file paths, in the order given (each glob sorted).
 
     Raises:
-      FileNotFoundError: naming a file that does not exist or a glob that
+      UserError: no pattern given, a path that is a directory, the refusals
+        of `check_text_files`; `fileio.NoMatchingFileError` (also a
+        `FileNotFoundError`): a file that does not exist or a glob that
         matches nothing.
-      ValueError: if no pattern is given or a path is a directory;
-        `UserError` from `check_text_files`.
 
     Example:
     >>> resolve_input_files("a.txt,corpus/*.gz")  # doctest: +SKIP
@@ -113,14 +113,14 @@ def resolve_input_files(input_patterns, text_input=None):
 def _expand_input_patterns(input_patterns):
     patterns = fileio.split_patterns(input_patterns)
     if not patterns:
-        raise ValueError(
+        raise UserError(
             "--input names no file: give files or globs, or leave --input "
             "out for the embedded corpus."
         )
     paths = []
     for path in fileio.expand_patterns(patterns, "--input"):
         if os.path.isdir(path):
-            raise ValueError(
+            raise UserError(
                 f"--input: {path} is a directory, not a file (for the files "
                 f"in it, pass '{os.path.join(path, '*')}')."
             )

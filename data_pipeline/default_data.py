@@ -12,9 +12,10 @@ import os
 from absl import logging
 
 from data_pipeline import manifest as manifest_lib
-from data_pipeline import reader
+from data_pipeline import shard_verification
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
+from tupe_tf.utils.errors import UserError
 
 DEFAULT_VOCAB_SIZE = 8192
 DEFAULT_NUM_SHARDS = 8
@@ -52,7 +53,7 @@ def _existing_shards_match(shard_dir, vocab_file, seq_length):
     if len(files) < 2:
         return False
     try:
-        reader.check_shards_vocabulary(files, vocab_file)
+        shard_verification.check_shards_vocabulary(files, vocab_file)
     except (ValueError, OSError):
         return False
     return True
@@ -84,7 +85,7 @@ def prepare_default_data(
     ['./runs/default/shards_128/pretrain-00007-of-00008.tfrecord']
     """
     if num_shards < 2:
-        raise ValueError("num_shards must be >= 2 (one shard is held out).")
+        raise UserError("num_shards must be >= 2 (one shard is held out).")
     os.makedirs(work_dir, exist_ok=True)
     vocab_file = os.path.join(work_dir, "vocab.txt")
     shard_dir = os.path.join(work_dir, f"shards_{seq_length}")

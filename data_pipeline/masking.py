@@ -13,6 +13,8 @@ position 0, id 0 and weight 0.
 
 import numpy as np
 
+from tupe_tf.utils.errors import UserError
+
 MASK_TOKEN_RATE = 0.8
 RANDOM_TOKEN_RATE = 0.1
 
@@ -38,7 +40,7 @@ def replacement_ids(vocab_size, special_token_ids):
     special = special_token_table(vocab_size, special_token_ids)
     ids = np.flatnonzero(~special).astype(np.int32)
     if not len(ids):
-        raise ValueError("The vocabulary has no non-special token.")
+        raise UserError("The vocabulary has no non-special token.")
     return ids
 
 
@@ -91,50 +93,18 @@ def mask_batch(
         tf.cast(seed, tf.int64), num=3
     )
     shape = tf.shape(token_ids)
-    is_special = tf.gather(tf.constant(is_special_table, tf.bool), token_ids)
-    candidate = tf.logical_and(
-        tf.cast(padding_mask, tf.bool), tf.logical_not(is_special)
+    positions, chosen = _chosen_positions(
+        tf,
+        token_ids,
+        padding_mask,
+        seeds[0],
+        mask_rate,
+        max_predictions,
+        is_special_table,
     )
-    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
-    wanted = tf.cast(
-        tf.floor(mask_rate * tf.cast(num_candidates, tf.float32) + 0.5),
-        tf.int32,
-    )
-    count = tf.minimum(max_predictions, tf.maximum(1, wanted))
-    count = tf.where(num_candidates > 0, count, 0)
-
-    # A uniform random subset of `count` candidates: the top scores.
-    scores = tf.random.stateless_uniform(shape, seeds[0])
-    scores = tf.where(candidate, scores, -1.0)
-    _, top_positions = tf.math.top_k(scores, k=max_predictions, sorted=True)
-    slot = tf.range(max_predictions)[tf.newaxis, :]
-    chosen = slot < count[:, tf.newaxis]
-    big = tf.shape(token_ids)[1]
-    positions = tf.sort(tf.where(chosen, top_positions, big), axis=1)
-    chosen = positions < big  # After sorting the chosen slots come first.
-    positions = tf.where(chosen, positions, 0)
-
     originals = tf.gather(token_ids, positions, batch_dims=1)
-    decisions = tf.random.stateless_uniform(tf.shape(positions), seeds[1])
-    replacement_id_array = tf.constant(replacement_id_array, tf.int32)
-    random_tokens = tf.gather(
-        replacement_id_array,
-        tf.random.stateless_uniform(
-            tf.shape(positions),
-            seeds[2],
-            minval=0,
-            maxval=tf.shape(replacement_id_array)[0],
-            dtype=tf.int32,
-        ),
-    )
-    new_values = tf.where(
-        decisions < MASK_TOKEN_RATE,
-        mask_id,
-        tf.where(
-            decisions < MASK_TOKEN_RATE + RANDOM_TOKEN_RATE,
-            random_tokens,
-            originals,
-        ),
+    new_values = _new_values(
+        tf, originals, seeds[1], seeds[2], mask_id, replacement_id_array
     )
 
     # Scatter-add of the changes: unused slots add 0 (at position 0), so
@@ -148,3 +118,69 @@ def mask_batch(
     masked = token_ids + delta
     mask_ids = originals * chosen_int
     return masked, positions, mask_ids, tf.cast(chosen, tf.float32)
+
+
+def _chosen_positions(
+    tf,
+    token_ids,
+    padding_mask,
+    seed,
+    mask_rate,
+    max_predictions,
+    is_special_table,
+):
+    """`(positions [B, P], chosen [B, P])`: a uniform random subset of each
+    row's candidates (real, non-special tokens), `mask_rate` of them
+    rounded, at least 1 and at most `P`, in increasing position order;
+    unused slots hold position 0 and `chosen` False."""
+    is_special = tf.gather(tf.constant(is_special_table, tf.bool), token_ids)
+    candidate = tf.logical_and(
+        tf.cast(padding_mask, tf.bool), tf.logical_not(is_special)
+    )
+    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
+    wanted = tf.cast(
+        tf.floor(mask_rate * tf.cast(num_candidates, tf.float32) + 0.5),
+        tf.int32,
+    )
+    count = tf.minimum(max_predictions, tf.maximum(1, wanted))
+    count = tf.where(num_candidates > 0, count, 0)
+
+    # A uniform random subset of `count` candidates: the top scores.
+    scores = tf.random.stateless_uniform(tf.shape(token_ids), seed)
+    scores = tf.where(candidate, scores, -1.0)
+    _, top_positions = tf.math.top_k(scores, k=max_predictions, sorted=True)
+    slot = tf.range(max_predictions)[tf.newaxis, :]
+    chosen = slot < count[:, tf.newaxis]
+    big = tf.shape(token_ids)[1]
+    positions = tf.sort(tf.where(chosen, top_positions, big), axis=1)
+    chosen = positions < big  # After sorting the chosen slots come first.
+    positions = tf.where(chosen, positions, 0)
+    return positions, chosen
+
+
+def _new_values(
+    tf, originals, decision_seed, token_seed, mask_id, replacement_id_array
+):
+    """What each chosen token becomes: `[MASK]` (`MASK_TOKEN_RATE`), a
+    random non-special token (`RANDOM_TOKEN_RATE`), else itself."""
+    decisions = tf.random.stateless_uniform(tf.shape(originals), decision_seed)
+    replacement_id_array = tf.constant(replacement_id_array, tf.int32)
+    random_tokens = tf.gather(
+        replacement_id_array,
+        tf.random.stateless_uniform(
+            tf.shape(originals),
+            token_seed,
+            minval=0,
+            maxval=tf.shape(replacement_id_array)[0],
+            dtype=tf.int32,
+        ),
+    )
+    return tf.where(
+        decisions < MASK_TOKEN_RATE,
+        mask_id,
+        tf.where(
+            decisions < MASK_TOKEN_RATE + RANDOM_TOKEN_RATE,
+            random_tokens,
+            originals,
+        ),
+    )

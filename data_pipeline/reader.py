@@ -6,209 +6,21 @@ which is what `keras_hub.models.BertMaskedLM(backbone, preprocessor=None)`
 takes in `fit()` (x, y, sample_weight).
 """
 
-import dataclasses
-import os
 import random
-from typing import List
-from typing import Tuple
 
 from absl import logging
 
 from data_pipeline import manifest as manifest_lib
 from data_pipeline import masking
+from data_pipeline import shard_verification
 from data_pipeline import vocab as vocab_lib
-from tupe_tf.utils import fileio
-
-
-@dataclasses.dataclass
-class ShardCheck:
-    """Result of `verify_shards`.
-
-    Attributes:
-      manifests: the manifests involved, one per shard directory.
-      files: good shard paths, in a fixed order.
-      expected_examples: example count of each good shard (from its manifest).
-      bad_shards: `(path, reason)` of each shard that failed the check.
-    """
-
-    manifests: List[dict]
-    files: List[str]
-    expected_examples: List[int]
-    bad_shards: List[Tuple[str, str]]
-
-    @property
-    def manifest(self):
-        return self.manifests[0]
-
-
-def _split_patterns(file_patterns):
-    patterns = fileio.split_patterns(file_patterns)
-    if not patterns:
-        raise ValueError("file_patterns: no shard file or directory given.")
-    return patterns
-
-
-def _resolve_shards(file_patterns):
-    """Returns `[(manifest, [shard entries])]` for the given patterns."""
-    by_directory = {}  # directory -> (manifest, {name: entry}, selected names)
-
-    def directory_entry(directory):
-        directory = os.path.abspath(directory)
-        if directory not in by_directory:
-            manifest = manifest_lib.read_manifest(directory)
-            entries = {s["name"]: s for s in manifest["shards"]}
-            by_directory[directory] = (manifest, entries, [])
-        return by_directory[directory]
-
-    for pattern in _split_patterns(file_patterns):
-        if os.path.isdir(pattern):
-            manifest, entries, selected = directory_entry(pattern)
-            selected.extend(n for n in entries if n not in selected)
-            continue
-        # A plain path is checked against its manifest below.
-        matches = fileio.expand_pattern(pattern, "Shard", exists_fn=None)
-        for path in matches:
-            name = os.path.basename(path)
-            # A glob such as DIR/* also matches the manifest and temporary files.
-            if name == manifest_lib.MANIFEST_NAME or name.startswith("."):
-                continue
-            manifest, entries, selected = directory_entry(
-                os.path.dirname(path) or "."
-            )
-            if name not in entries:
-                if not os.path.exists(path):
-                    raise FileNotFoundError(f"Shard file not found: {path}")
-                raise ValueError(
-                    f"Shard {path} is not listed in {manifest['_path']}: a leftover "
-                    "or foreign file, not part of this shard set."
-                )
-            if name not in selected:
-                selected.append(name)
-    if not by_directory:
-        raise ValueError(f"file_patterns {file_patterns!r} name no shard.")
-    return [
-        (manifest, [entries[n] for n in selected])
-        for manifest, entries, selected in by_directory.values()
-    ]
-
-
-def verify_shards(file_patterns, verify="size"):
-    """Checks shard files against their manifests.
-
-    Args:
-      file_patterns: comma-separated string or list of shard globs and/or
-        shard directories (each shard's directory must hold `manifest.json`).
-      verify: `"size"` (file exists with the manifest's byte count: catches
-        missing and truncated shards, costs one `stat` each), `"sha256"`
-        (also hashes every byte) or `"full"` (also reads every record with
-        TFRecord CRC checks and counts them).
-
-    Returns:
-      A `ShardCheck`; problems are listed in `bad_shards`, not raised.
-
-    Raises:
-      FileNotFoundError / ValueError: no manifest, a file not in its manifest,
-        a pattern that matches nothing.
-
-    Example:
-    >>> check = verify_shards("shards/", verify="full")  # doctest: +SKIP
-    >>> check.bad_shards  # doctest: +SKIP
-    []
-    """
-    if verify not in ("size", "sha256", "full"):
-        raise ValueError(
-            f"verify must be 'size', 'sha256' or 'full', got {verify!r}."
-        )
-    manifests, files, expected, bad = [], [], [], []
-    for manifest, entries in _resolve_shards(file_patterns):
-        manifests.append(manifest)
-        directory = os.path.dirname(manifest["_path"])
-        for entry in entries:
-            path = os.path.join(directory, entry["name"])
-            reason = None
-            if not os.path.isfile(path):
-                reason = "missing"
-            elif os.path.getsize(path) != entry["bytes"]:
-                reason = (
-                    f"size {os.path.getsize(path)} bytes, manifest says "
-                    f"{entry['bytes']} (truncated or modified)"
-                )
-            elif (
-                verify == "sha256"
-                and fileio.file_sha256(path) != entry["sha256"]
-            ):
-                reason = "sha256 differs from the manifest (corrupted)"
-            elif verify == "full":
-                reason = _read_whole_shard(
-                    path, manifest["compression"], entry["examples"]
-                )
-            if reason:
-                bad.append((path, reason))
-            else:
-                files.append(path)
-                expected.append(int(entry["examples"]))
-    return ShardCheck(manifests, files, expected, bad)
-
-
-def _read_whole_shard(path, compression, expected_examples):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    count = 0
-    try:
-        for _ in tf.data.TFRecordDataset(path, compression_type=compression):
-            count += 1
-    except (
-        tf.errors.DataLossError,
-        tf.errors.InvalidArgumentError,
-        tf.errors.OutOfRangeError,
-    ) as e:
-        return f"unreadable after {count} records ({e.message.strip()})"
-    if count != expected_examples:
-        return f"{count} records, manifest says {expected_examples}"
-    return None
-
-
-def _check_vocabulary(manifests, vocabulary):
-    for manifest in manifests:
-        if manifest["vocab"]["sha256"] != vocabulary.sha256:
-            raise ValueError(
-                f"Vocabulary mismatch: {vocabulary.path} (sha256 "
-                f"{vocabulary.sha256[:12]}..., {vocabulary.size} tokens) is not the "
-                f"vocabulary the shards of {manifest['_path']} were built with "
-                f"({manifest['vocab']['file']}, sha256 "
-                f"{manifest['vocab']['sha256'][:12]}..., {manifest['vocab']['size']}"
-                " tokens)."
-            )
-
-
-def check_shards_vocabulary(file_patterns, vocab_file):
-    """Pre-flight check that shards were built with `vocab_file`.
-
-    Args:
-      file_patterns: shard globs and/or directories (see `verify_shards`).
-      vocab_file: the vocabulary the model will use.
-
-    Returns:
-      The `ShardCheck` of a size check of the shards.
-
-    Raises:
-      ValueError: naming both files if the vocabulary's sha256 differs from the
-        manifest's, or if the vocabulary lacks a special token.
-      FileNotFoundError: missing vocabulary, manifest or shard pattern.
-
-    Example:
-    >>> check_shards_vocabulary("shards/", "vocab.txt")  # doctest: +SKIP
-    """
-    vocabulary = vocab_lib.load_vocabulary(vocab_file)
-    check = verify_shards(file_patterns, verify="size")
-    _check_vocabulary(check.manifests, vocabulary)
-    return check
+from tupe_tf.utils.errors import UserError
 
 
 def _agreed(manifests, field):
     values = {str(m[field]) for m in manifests}
     if len(values) > 1:
-        raise ValueError(
+        raise UserError(
             f"Shard directories disagree on {field}: "
             + ", ".join(f"{m['_path']}: {m[field]!r}" for m in manifests)
         )
@@ -270,7 +82,8 @@ def pretraining_dataset(
       skip_batches: skip this many batches before parsing and masking (cheap
         resumption: with `deterministic=True` and the same seed, the result
         equals `pretraining_dataset(...).skip(skip_batches)`).
-      verify: shard verification before reading, see `verify_shards`.
+      verify: shard verification before reading, see
+        `shard_verification.verify_shards`.
       cycle_length: shards read concurrently.
 
     Returns:
@@ -280,10 +93,11 @@ def pretraining_dataset(
       `mask_ids` int32 `[B, P]`, `mask_weights` float32 `[B, P]`.
 
     Raises:
-      ValueError: vocabulary mismatch (naming both files), `seq_length` too
+      UserError: vocabulary mismatch (naming both files), `seq_length` too
         short for the shards, bad shards (naming them) unless
-        `skip_bad_shards`, inconsistent shard directories.
-      FileNotFoundError: missing vocabulary, manifest or shards.
+        `skip_bad_shards`, inconsistent shard directories, a bad argument;
+        `fileio.NoMatchingFileError` (also a `FileNotFoundError`): a missing
+        vocabulary, manifest or shard.
 
     Example:
     >>> ds = pretraining_dataset("shards/", "vocab.txt", seq_length=128,
@@ -293,16 +107,79 @@ def pretraining_dataset(
     """
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-    vocabulary = vocab_lib.load_vocabulary(vocab_file)
-    check = verify_shards(file_patterns, verify=verify)
-    _check_vocabulary(check.manifests, vocabulary)
+    vocabulary, check = _checked_shards(
+        file_patterns, vocab_file, verify, seq_length, skip_bad_shards
+    )
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise UserError(f"batch_size must be an int >= 1, got {batch_size!r}.")
     schema = _agreed(check.manifests, "schema")
-    compression = _agreed(check.manifests, "compression")
+    max_predictions_per_seq, stored_predictions = _prediction_slots(
+        check, schema, max_predictions_per_seq, mask_rate, seq_length
+    )
+    if seed is None:
+        seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
+    ordered = deterministic or not is_training
+    dataset = _records(
+        tf,
+        check,
+        is_training=is_training,
+        seed=seed,
+        ordered=ordered,
+        input_context=input_context,
+        skip_bad_shards=skip_bad_shards,
+        cycle_length=cycle_length,
+        shuffle_buffer=shuffle_buffer,
+    )
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.enumerate()
+    if skip_batches:
+        dataset = dataset.skip(skip_batches)
+    static_batch = batch_size if drop_remainder else None
+    if schema == manifest_lib.SCHEMA_STATIC:
+        process = _static_batch_fn(
+            tf,
+            seq_length,
+            max(int(m["max_seq_length"]) for m in check.manifests),
+            max_predictions_per_seq,
+            stored_predictions,
+            vocabulary.special_ids.pad,
+            static_batch,
+        )
+    else:
+        process = _dynamic_batch_fn(
+            tf,
+            seq_length,
+            max_predictions_per_seq,
+            mask_rate,
+            vocabulary,
+            seed,
+            static_batch,
+        )
+    dataset = dataset.map(
+        process, num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered
+    )
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()
+    options.deterministic = ordered
+    return dataset.with_options(options)
+
+
+def _checked_shards(
+    file_patterns, vocab_file, verify, seq_length, skip_bad_shards
+):
+    """`(vocabulary, ShardCheck)` of shards that may be read at
+    `seq_length` with `vocab_file`; bad shards are refused, or logged and
+    left out with `skip_bad_shards`."""
+    vocabulary = vocab_lib.load_vocabulary(vocab_file)
+    check = shard_verification.verify_shards(file_patterns, verify=verify)
+    shard_verification.check_vocabulary(check.manifests, vocabulary)
+    _agreed(check.manifests, "schema")
+    _agreed(check.manifests, "compression")
     shard_seq_length = max(int(m["max_seq_length"]) for m in check.manifests)
     if not isinstance(seq_length, int) or seq_length < 2:
-        raise ValueError(f"seq_length must be an int >= 2, got {seq_length!r}.")
+        raise UserError(f"seq_length must be an int >= 2, got {seq_length!r}.")
     if shard_seq_length > seq_length:
-        raise ValueError(
+        raise UserError(
             f"seq_length={seq_length} is shorter than the shards' max_seq_length="
             f"{shard_seq_length} ({check.manifest['_path']}); rebuild the shards "
             "or raise seq_length."
@@ -310,7 +187,7 @@ def pretraining_dataset(
     if check.bad_shards:
         listing = "; ".join(f"{p}: {r}" for p, r in check.bad_shards)
         if not skip_bad_shards:
-            raise ValueError(
+            raise UserError(
                 f"{len(check.bad_shards)} bad shard(s): {listing}. Rebuild them, or "
                 "pass skip_bad_shards=True to train without them."
             )
@@ -321,10 +198,16 @@ def pretraining_dataset(
             listing,
         )
     if not check.files:
-        raise ValueError(f"No readable shard in {file_patterns!r}.")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}.")
+        raise UserError(f"No readable shard in {file_patterns!r}.")
+    return vocabulary, check
 
+
+def _prediction_slots(
+    check, schema, max_predictions_per_seq, mask_rate, seq_length
+):
+    """`(P, stored)`: the prediction slots of the batches, and those the
+    static shards hold (`None` for dynamic shards)."""
+    stored_predictions = None
     if schema == manifest_lib.SCHEMA_STATIC:
         stored_predictions = int(
             _agreed(check.manifests, "static_masking")[
@@ -334,22 +217,35 @@ def pretraining_dataset(
         if max_predictions_per_seq is None:
             max_predictions_per_seq = stored_predictions
         elif max_predictions_per_seq < stored_predictions:
-            raise ValueError(
+            raise UserError(
                 f"max_predictions_per_seq={max_predictions_per_seq} is smaller than "
                 f"the static shards' {stored_predictions}."
             )
     elif max_predictions_per_seq is None:
         max_predictions_per_seq = max(1, int(round(mask_rate * seq_length)))
     if not 1 <= max_predictions_per_seq <= seq_length:
-        raise ValueError(
+        raise UserError(
             f"max_predictions_per_seq must be in [1, seq_length], got "
             f"{max_predictions_per_seq}."
         )
+    return max_predictions_per_seq, stored_predictions
 
-    if seed is None:
-        seed = 0 if deterministic else random.SystemRandom().randrange(2**31)
-    ordered = deterministic or not is_training
 
+def _records(
+    tf,
+    check,
+    is_training,
+    seed,
+    ordered,
+    input_context,
+    skip_bad_shards,
+    cycle_length,
+    shuffle_buffer,
+):
+    """The serialized examples of the checked shards: this input
+    pipeline's share, interleaved, and with `is_training` shuffled and
+    repeated."""
+    compression = _agreed(check.manifests, "compression")
     files = tf.data.Dataset.from_tensor_slices(
         (
             tf.constant(check.files),
@@ -394,47 +290,7 @@ def pretraining_dataset(
         dataset = dataset.shuffle(
             shuffle_buffer, seed=seed + 2, reshuffle_each_iteration=True
         )
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.enumerate()
-    if skip_batches:
-        dataset = dataset.skip(skip_batches)
-
-    special = vocabulary.special_ids
-    static_batch = batch_size if drop_remainder else None
-    if schema == manifest_lib.SCHEMA_STATIC:
-        process = _static_batch_fn(
-            tf,
-            seq_length,
-            shard_seq_length,
-            max_predictions_per_seq,
-            stored_predictions,
-            special.pad,
-            static_batch,
-        )
-    else:
-        is_special_table = masking.special_token_table(
-            vocabulary.size, vocabulary.special_token_ids
-        )
-        process = _dynamic_batch_fn(
-            tf,
-            seq_length,
-            max_predictions_per_seq,
-            mask_rate,
-            special,
-            is_special_table,
-            masking.replacement_ids(
-                vocabulary.size, vocabulary.special_token_ids
-            ),
-            seed,
-            static_batch,
-        )
-    dataset = dataset.map(
-        process, num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered
-    )
-    dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    options = tf.data.Options()
-    options.deterministic = ordered
-    return dataset.with_options(options)
+    return dataset
 
 
 def _with_count_check(tf, records, path, expected):
@@ -490,12 +346,19 @@ def _dynamic_batch_fn(
     seq_length,
     max_predictions,
     mask_rate,
-    special,
-    is_special_table,
-    replacement_id_array,
+    vocabulary,
     seed,
     static_batch,
 ):
+    """Parses a batch of dynamic-schema records and masks it under the
+    stateless seed `[seed, batch index]`."""
+    special = vocabulary.special_ids
+    is_special_table = masking.special_token_table(
+        vocabulary.size, vocabulary.special_token_ids
+    )
+    replacement_id_array = masking.replacement_ids(
+        vocabulary.size, vocabulary.special_token_ids
+    )
     features_spec = {"input_word_ids": tf.io.RaggedFeature(tf.int64)}
 
     @tf.autograph.experimental.do_not_convert

@@ -11,6 +11,7 @@ from data_pipeline import corpus
 from data_pipeline import wordpiece_learner
 from tupe_tf.utils import fileio
 from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -94,10 +95,12 @@ def load_vocabulary(vocab_file):
       A `Vocabulary`.
 
     Raises:
-      FileNotFoundError: if the file does not exist.
-      ValueError: if it is a directory, larger than `MAX_VOCAB_FILE_BYTES`,
-        empty, not UTF-8 text (or holds NUL bytes), has an empty or
-        duplicate token or misses one of `[PAD] [UNK] [CLS] [SEP] [MASK]`.
+      fileio.NoMatchingFileError (a `UserError` and `FileNotFoundError`):
+        the file does not exist.
+      UserError: it cannot be read, is a directory, larger than
+        `MAX_VOCAB_FILE_BYTES`, empty, not UTF-8 text (or holds NUL bytes),
+        has an empty or duplicate token or misses one of
+        `[PAD] [UNK] [CLS] [SEP] [MASK]`.
 
     Example:
     >>> vocab = load_vocabulary("vocab.txt")  # doctest: +SKIP
@@ -105,62 +108,9 @@ def load_vocabulary(vocab_file):
     4
     """
     vocab_file = os.fspath(vocab_file)
-    if os.path.isdir(vocab_file):
-        raise ValueError(
-            f"Vocabulary file {vocab_file} is a directory; "
-            f"{_NOT_A_VOCABULARY} (e.g. the output of build_vocab.py)."
-        )
-    if not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
-    size = os.path.getsize(vocab_file)
-    if size > MAX_VOCAB_FILE_BYTES:
-        raise ValueError(
-            f"Vocabulary file {vocab_file} is {size / 2**20:.0f} MiB, not a "
-            f"vocabulary (at most {MAX_VOCAB_FILE_BYTES >> 20} MiB; "
-            f"{_NOT_A_VOCABULARY}): is it the corpus?"
-        )
-    with open(vocab_file, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"Vocabulary file {vocab_file} is not UTF-8 text (byte "
-            f"{e.start}: {e.reason}); {_NOT_A_VOCABULARY}."
-        ) from e
-    if "\0" in text:
-        raise ValueError(
-            f"Vocabulary file {vocab_file} holds NUL bytes (binary data); "
-            f"{_NOT_A_VOCABULARY}."
-        )
-    tokens = text.split("\n")
-    if tokens and tokens[-1] == "":
-        tokens.pop()
-    tokens = [t.rstrip("\r") for t in tokens]
-    if not tokens:
-        raise ValueError(
-            f"Vocabulary file {vocab_file} is empty; {_NOT_A_VOCABULARY}."
-        )
-    index = {}
-    for i, token in enumerate(tokens):
-        if not token:
-            raise ValueError(
-                f"Vocabulary file {vocab_file} has an empty line (line "
-                f"{i + 1}); {_NOT_A_VOCABULARY}."
-            )
-        if token in index:
-            raise ValueError(
-                f"Vocabulary file {vocab_file} has duplicate token {token!r} "
-                f"(lines {index[token] + 1} and {i + 1})."
-            )
-        index[token] = i
-    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in index]
-    if missing:
-        raise ValueError(
-            f"Vocabulary file {vocab_file} is missing required special token(s) "
-            f"{', '.join(missing)}; a BERT vocabulary needs all of "
-            f"{' '.join(REQUIRED_SPECIAL_TOKENS)}."
-        )
+    raw = _read_vocabulary_file(vocab_file)
+    tokens = _vocabulary_tokens(vocab_file, raw)
+    index = _token_index(vocab_file, tokens)
     special_ids = SpecialTokenIds(
         pad=index["[PAD]"],
         unk=index["[UNK]"],
@@ -180,10 +130,88 @@ def load_vocabulary(vocab_file):
     )
 
 
+def _read_vocabulary_file(vocab_file):
+    """The bytes of `vocab_file`, refused if it is no file or too large to
+    be a vocabulary."""
+    if os.path.isdir(vocab_file):
+        raise UserError(
+            f"Vocabulary file {vocab_file} is a directory; "
+            f"{_NOT_A_VOCABULARY} (e.g. the output of build_vocab.py)."
+        )
+    if not os.path.isfile(vocab_file):
+        raise fileio.NoMatchingFileError(
+            f"Vocabulary file not found: {vocab_file}"
+        )
+    size = os.path.getsize(vocab_file)
+    if size > MAX_VOCAB_FILE_BYTES:
+        raise UserError(
+            f"Vocabulary file {vocab_file} is {size / 2**20:.0f} MiB, not a "
+            f"vocabulary (at most {MAX_VOCAB_FILE_BYTES >> 20} MiB; "
+            f"{_NOT_A_VOCABULARY}): is it the corpus?"
+        )
+    try:
+        with open(vocab_file, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise UserError(
+            f"Vocabulary file {vocab_file} cannot be read: {e.strerror or e}."
+        ) from e
+
+
+def _vocabulary_tokens(vocab_file, raw):
+    """The lines of a vocabulary file's bytes, refused unless UTF-8 text."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(
+            f"Vocabulary file {vocab_file} is not UTF-8 text (byte "
+            f"{e.start}: {e.reason}); {_NOT_A_VOCABULARY}."
+        ) from e
+    if "\0" in text:
+        raise UserError(
+            f"Vocabulary file {vocab_file} holds NUL bytes (binary data); "
+            f"{_NOT_A_VOCABULARY}."
+        )
+    tokens = text.split("\n")
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    return [t.rstrip("\r") for t in tokens]
+
+
+def _token_index(vocab_file, tokens):
+    """`{token: id}`, refused for no token, an empty or duplicate token, or
+    a missing required special token."""
+    if not tokens:
+        raise UserError(
+            f"Vocabulary file {vocab_file} is empty; {_NOT_A_VOCABULARY}."
+        )
+    index = {}
+    for i, token in enumerate(tokens):
+        if not token:
+            raise UserError(
+                f"Vocabulary file {vocab_file} has an empty line (line "
+                f"{i + 1}); {_NOT_A_VOCABULARY}."
+            )
+        if token in index:
+            raise UserError(
+                f"Vocabulary file {vocab_file} has duplicate token {token!r} "
+                f"(lines {index[token] + 1} and {i + 1})."
+            )
+        index[token] = i
+    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in index]
+    if missing:
+        raise UserError(
+            f"Vocabulary file {vocab_file} is missing required special token(s) "
+            f"{', '.join(missing)}; a BERT vocabulary needs all of "
+            f"{' '.join(REQUIRED_SPECIAL_TOKENS)}."
+        )
+    return index
+
+
 def check_vocab_size(vocab_size, reserved_tokens=RESERVED_TOKENS):
-    """Raises `ValueError` unless `vocab_size` exceeds the reserved tokens."""
+    """Raises `UserError` unless `vocab_size` exceeds the reserved tokens."""
     if not isinstance(vocab_size, int) or vocab_size <= len(reserved_tokens):
-        raise ValueError(
+        raise UserError(
             f"vocab_size must be an int larger than the {len(reserved_tokens)} "
             f"reserved tokens, got {vocab_size!r}."
         )
@@ -203,7 +231,7 @@ def no_words_error(input_files, nonblank_lines):
 def check_output_file(output_file):
     """Refuses an `--output` that is a directory (before any learning)."""
     if os.path.isdir(output_file):
-        raise ValueError(
+        raise UserError(
             f"output_file: {output_file} is a directory; give the path of the "
             "vocabulary file to write."
         )
@@ -245,19 +273,19 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     )
 
     def validate(self):
-        """Raises `ValueError` naming the bad field."""
+        """Raises `UserError` naming the bad field."""
         check_vocab_size(self.vocab_size)
         if self.max_words < 1:
-            raise ValueError(f"max_words must be >= 1, got {self.max_words}.")
+            raise UserError(f"max_words must be >= 1, got {self.max_words}.")
         if self.num_iterations < 1:
-            raise ValueError(
+            raise UserError(
                 f"num_iterations must be >= 1, got {self.num_iterations}."
             )
         beam_common.check_num_partitions(self.num_partitions)
         self.check_text_input_settings()
         check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
-            raise ValueError(
+            raise UserError(
                 "runner: Beam pipelines learn with the 'tokenizers' learner; "
                 f"got learner={self.learner!r}."
             )
@@ -327,31 +355,23 @@ def build_vocabulary(
       `learner` and `corpus_stats`.
 
     Raises:
-      ValueError: on a bad `vocab_size` or `learner`, missing reserved tokens,
-        an `output_file` that is a directory; `UserError`: empty,
-        binary or undecodable input (nothing is written).
-      FileNotFoundError: if an input file is missing.
-      fileio.OutputError: the directory of `output_file` cannot be created
-        or written (checked before learning).
+      UserError: a bad `vocab_size` or `learner`, missing reserved tokens,
+        an `output_file` that is a directory; empty, binary, unreadable or
+        undecodable input (nothing is written).
+      fileio.NoMatchingFileError (a `UserError`): a missing input file.
+      fileio.OutputError (a `UserError`): the directory of `output_file`
+        cannot be created or written (checked before learning).
 
     Example:
     >>> build_vocabulary("corpus/*.txt", 30522, "vocab.txt", lowercase=True)  # doctest: +SKIP
     """
     learner = learner or wordpiece_learner.DEFAULT_LEARNER
-    if learner not in wordpiece_learner.LEARNERS:
-        raise ValueError(
-            f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
-            f"got {learner!r}."
-        )
-    check_vocab_size(vocab_size, reserved_tokens)
-    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
-    if missing:
-        raise ValueError(f"reserved_tokens is missing {', '.join(missing)}.")
     if text_input is None:
         text_input = corpus.TextInputSettings()
-    text_input.check_text_input_settings()
     output_file = os.fspath(output_file)
-    check_output_file(output_file)
+    _check_arguments(
+        learner, vocab_size, reserved_tokens, text_input, output_file
+    )
     input_files = corpus.resolve_input_files(
         input_patterns, text_input=text_input
     )
@@ -380,16 +400,7 @@ def build_vocabulary(
                 line_batch_size,
                 text_input,
             )
-        if (
-            stats.nonblank_lines == 0
-            or not vocab
-            or len(vocab) <= len(reserved_tokens)
-        ):
-            raise no_words_error(input_files, stats.nonblank_lines)
-        if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
-            raise AssertionError(
-                "The learner did not put the reserved tokens first."
-            )
+        _check_learned(vocab, reserved_tokens, input_files, stats)
         fileio.write_text_atomically(
             output_file, "".join(t + "\n" for t in vocab)
         )
@@ -402,6 +413,38 @@ def build_vocabulary(
         "learner": learner,
         "corpus_stats": dataclasses.asdict(stats),
     }
+
+
+def _check_arguments(
+    learner, vocab_size, reserved_tokens, text_input, output_file
+):
+    """`build_vocabulary`'s checks before it reads anything."""
+    if learner not in wordpiece_learner.LEARNERS:
+        raise UserError(
+            f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
+            f"got {learner!r}."
+        )
+    check_vocab_size(vocab_size, reserved_tokens)
+    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
+    if missing:
+        raise UserError(f"reserved_tokens is missing {', '.join(missing)}.")
+    text_input.check_text_input_settings()
+    check_output_file(output_file)
+
+
+def _check_learned(vocab, reserved_tokens, input_files, stats):
+    """Refuses a corpus the learner found no word in; asserts the reserved
+    tokens come first."""
+    if (
+        stats.nonblank_lines == 0
+        or not vocab
+        or len(vocab) <= len(reserved_tokens)
+    ):
+        raise no_words_error(input_files, stats.nonblank_lines)
+    if list(vocab[: len(reserved_tokens)]) != list(reserved_tokens):
+        raise AssertionError(
+            "The learner did not put the reserved tokens first."
+        )
 
 
 def _learn_with_tf_text(

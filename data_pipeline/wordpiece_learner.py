@@ -23,6 +23,8 @@ import unicodedata
 
 import regex
 
+from tupe_tf.utils.errors import UserError
+
 # TF-Text's learner keeps at most this many distinct characters
 # (`wordpiece_tokenizer_learner_lib.learn(max_unique_chars=1000)`).
 MAX_ALPHABET = 1000
@@ -238,7 +240,8 @@ def learn_from_word_counts(
       (`c`, `##c`, sorted), then the learned pieces in learning order.
 
     Raises:
-      ValueError: if there are no words (of at most `MAX_WORD_BYTES`).
+      UserError: there are no words (of at most `MAX_WORD_BYTES`), or
+        `vocab_size` leaves no room for the alphabet.
 
     Example:
     >>> learn_from_word_counts({"the": 3, "cat": 2}, 30,
@@ -252,7 +255,7 @@ def learn_from_word_counts(
 
     word_counts = learnable_word_counts(word_counts, max_words)
     if not word_counts:
-        raise ValueError(
+        raise UserError(
             "No words to learn a vocabulary from (words of more than "
             f"{MAX_WORD_BYTES} bytes are left out)."
         )
@@ -263,7 +266,7 @@ def learn_from_word_counts(
     alphabet = [form for c in chars for form in (c, _CONTINUATION + c)]
     room = vocab_size - len(reserved) - len(alphabet)
     if room < 0:
-        raise ValueError(
+        raise UserError(
             f"vocab_size {vocab_size} is too small for the "
             f"{len(reserved)} reserved tokens and the {len(alphabet)} "
             "character tokens (each character as `c` and `##c`): pass a "

@@ -23,8 +23,6 @@ one `ERROR:` line and exit code 2 (docs/errors.md lists them).
 import json
 import time
 
-from absl import app
-
 from data_pipeline import beam_common
 from data_pipeline import shards as shards_lib
 from tupe_tf.utils import cli
@@ -38,8 +36,7 @@ config_flags.define_flags(shards_lib.ShardConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv  # cli.run refuses arguments that are not flags.
     config = config_flags.validated_config_from_flags(shards_lib.ShardConfig)
     # Wrong flags, inputs and outputs are refused before TensorFlow loads.
     shards_lib.preflight(config)

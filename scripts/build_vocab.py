@@ -19,8 +19,6 @@ them).
 import json
 import time
 
-from absl import app
-
 from data_pipeline import vocab as vocab_lib
 from tupe_tf.utils import cli
 from tupe_tf.utils import config_flags
@@ -29,8 +27,7 @@ config_flags.define_flags(vocab_lib.VocabConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv  # cli.run refuses arguments that are not flags.
     config = config_flags.validated_config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
     if config.runner:

@@ -10,7 +10,8 @@ from data_pipeline import beam_shards
 from data_pipeline import beam_vocab
 from data_pipeline import corpus
 from data_pipeline import manifest as manifest_lib
-from data_pipeline import reader
+from data_pipeline import shard_outputs
+from data_pipeline import shard_verification
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tests import subprocesses
@@ -113,7 +114,12 @@ def test_partitions_hold_the_examples_of_their_documents(
         _config(corpus_file, vocab_file, tmp_path / "beam"), num_partitions=2
     )
     assert manifest["num_partitions"] == 2
-    assert reader.verify_shards(str(tmp_path / "beam"), "full").bad_shards == []
+    assert (
+        shard_verification.verify_shards(
+            str(tmp_path / "beam"), "full"
+        ).bad_shards
+        == []
+    )
     # The same documents, split by hand, built in one process each.
     text = open(corpus_file, encoding="utf-8").read()
     documents = text.strip("\n").split("\n\n")
@@ -281,7 +287,9 @@ def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
         "--num_partitions=2",
     )
     test_script_errors.wait_for_temporaries(
-        process, out, lambda name: name.startswith(shards.BEAM_WORK_DIR_PREFIX)
+        process,
+        out,
+        lambda name: name.startswith(shard_outputs.BEAM_WORK_DIR_PREFIX),
     )
     subprocesses.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
@@ -324,11 +332,11 @@ def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
 
 def test_unknown_runner_is_named(tmp_path, corpus_file, vocab_file):
     out = tmp_path / "out"
-    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+    with pytest.raises(UserError, match="Unexpected pipeline runner: Nope"):
         beam_shards.build_shards_beam(
             _config(corpus_file, vocab_file, out), runner="Nope"
         )
-    with pytest.raises(ValueError, match="Unexpected pipeline runner: Nope"):
+    with pytest.raises(UserError, match="Unexpected pipeline runner: Nope"):
         beam_vocab.build_vocabulary_beam(
             corpus_file, 100, str(out / "vocab.txt"), runner="Nope"
         )

@@ -317,7 +317,7 @@ def test_wrong_vocabulary_files_are_named(tmp_path):
 def test_unwritable_output_dir_is_named(tmp_path, corpus_file, vocab_file):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(FileExistsError, match="not a directory"):
+    with pytest.raises(fileio.OutputError, match="not a directory"):
         shards.build_shards(_config(corpus_file, vocab_file, blocker))
     with pytest.raises(fileio.OutputError, match="--output_dir: cannot create"):
         shards.build_shards(_config(corpus_file, vocab_file, blocker / "sub"))

@@ -141,7 +141,8 @@ EARLY_SHARD_CASES = {
     ),
     "unexpected argument": (
         {"_extra": "extra"},
-        "ERROR: Unexpected arguments: ['extra']",
+        "ERROR: Unexpected argument(s) ['extra']: this script takes only "
+        "flags, written --name=value (--helpshort lists them).",
     ),
     "--output_dir not writable": (
         {"output_dir": "/sys", "overwrite": "true"},

@@ -10,6 +10,7 @@ import tensorflow_text as tf_text
 
 from data_pipeline import corpus as corpus_lib
 from data_pipeline import manifest as manifest_lib
+from data_pipeline import shard_serialization
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
@@ -253,7 +254,7 @@ def test_one_serializer_per_setting_traced_once(tmp_path, vocab_file):
                 **fields,
             },
         )
-        return shards.make_chunk_serializer(config, vocabulary)
+        return shard_serialization.make_chunk_serializer(config, vocabulary)
 
     first = serializer()
     ids = np.full([3, 16], vocab.special_ids.pad, np.int32)
@@ -300,12 +301,12 @@ def test_serialization_order_does_not_depend_on_worker_threads(vocab_file):
     # 50 chunks of 4 sequences: many in flight on 2 worker threads, vs one
     # at a time.
     concurrent = list(
-        shards.serialized_examples(
+        shard_serialization.serialized_examples(
             sequences, config, vocab, chunk_size=4, max_chunks_in_flight=8
         )
     )
     sequential = list(
-        shards.serialized_examples(
+        shard_serialization.serialized_examples(
             sequences, config, vocab, chunk_size=4, max_chunks_in_flight=1
         )
     )
@@ -331,7 +332,7 @@ def test_existing_output_dir_needs_overwrite(tmp_path, corpus_file, vocab_file):
     out = tmp_path / "out"
     shards.build_shards(_config(corpus_file, vocab_file, out, num_shards=4))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    with pytest.raises(fileio.OutputError, match="--overwrite"):
         shards.build_shards(_config(corpus_file, vocab_file, out, num_shards=2))
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     manifest = shards.build_shards(
@@ -345,7 +346,7 @@ def test_existing_output_dir_needs_overwrite(tmp_path, corpus_file, vocab_file):
 def test_interrupted_build_leaves_nothing_complete(
     tmp_path, corpus_file, vocab_file, monkeypatch
 ):
-    real = shards.serialized_examples
+    real = shard_serialization.serialized_examples
 
     def failing(sequences, config, vocabulary):
         for i, record in enumerate(
@@ -355,7 +356,7 @@ def test_interrupted_build_leaves_nothing_complete(
                 raise KeyboardInterrupt("simulated interruption")
             yield record
 
-    monkeypatch.setattr(shards, "serialized_examples", failing)
+    monkeypatch.setattr(shard_serialization, "serialized_examples", failing)
     out = tmp_path / "out"
     with pytest.raises(KeyboardInterrupt):
         shards.build_shards(_config(corpus_file, vocab_file, out))
@@ -371,7 +372,7 @@ def test_interrupted_overwrite_keeps_old_shards(
     shards.build_shards(_config(corpus_file, vocab_file, out))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     monkeypatch.setattr(
-        shards.fileio,
+        fileio,
         "file_sha256",
         lambda path: (_ for _ in ()).throw(OSError("disk")),
     )

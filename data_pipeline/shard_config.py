@@ -1,0 +1,210 @@
+"""`ShardConfig`: the settings of `shards.build_shards` (and of its Beam
+twin), their checks, and the names of the shard files they give.
+
+`scripts/build_shards.py`'s flags are generated from `ShardConfig`.
+"""
+
+import dataclasses
+from typing import Optional
+
+from data_pipeline import beam_common
+from data_pipeline import corpus
+from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+
+# `--compression` values and TFRecord's name for each.
+_COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}
+# Longest `max_seq_length`: sequences are padded to it a chunk of 1024 at a
+# time (32 MiB of int32 at this length).
+MAX_SEQ_LENGTH = 8192
+DEFAULT_MAX_UNK_FRACTION = 0.05
+# File descriptors kept free for TensorFlow and Python besides the shards.
+_SPARE_FILE_DESCRIPTORS = 128
+
+
+def _open_file_limit():
+    """The soft limit on open files (`ulimit -n`), or `None` if unknown."""
+    try:
+        import resource  # pylint: disable=g-import-not-at-top
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return None
+    return limit if limit > 0 else None
+
+
+def _is_int_at_least(value, low):
+    return isinstance(value, int) and value >= low
+
+
+@refuses_unknown_fields
+@dataclasses.dataclass
+class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
+    """Configuration of `shards.build_shards`; `scripts/build_shards.py`'s
+    flags are generated from it (help: field metadata; see `config_flags`).
+
+    Example:
+    >>> config = ShardConfig(vocab_file="vocab.txt", output_dir="shards",
+    ...     num_shards=16)  # doctest: +SKIP
+    >>> config.validate()  # doctest: +SKIP
+    """
+
+    input_patterns: Optional[object] = setting(
+        None,
+        help="Comma-separated text files or globs (.txt, .gz, .bz2), or a "
+        "list; one sentence or paragraph per line, blank line between "
+        "documents. Default: the embedded gensim Wikipedia sample.",
+        flag="input",
+        value_type=str,
+    )
+    vocab_file: str = setting(
+        "", help="WordPiece vocabulary (one token per line).", required=True
+    )
+    output_dir: str = setting(
+        "", help="Directory for the shards and manifest.json.", required=True
+    )
+    max_seq_length: int = setting(
+        128,
+        help="Longest sequence, [CLS] and [SEP] included (8 to "
+        f"{MAX_SEQ_LENGTH}).",
+    )
+    num_shards: int = setting(
+        8, help="Number of TFRecord files; examples go round-robin."
+    )
+    seed: int = setting(
+        12345,
+        help="Seed of static masking (packing itself is deterministic).",
+    )
+    static_masking: bool = setting(
+        False,
+        help="Write pre-masked examples in TF Model Garden's schema instead "
+        "of input_word_ids for dynamic masking.",
+    )
+    dupe_factor: int = setting(
+        1, help="With --static_masking: masked copies per sequence."
+    )
+    max_predictions_per_seq: int = setting(
+        20, help="With --static_masking: masked positions."
+    )
+    mask_rate: float = setting(
+        0.15, help="With --static_masking: masked fraction."
+    )
+    lowercase: bool = setting(
+        False, help="Lowercase and strip accents (match the vocabulary)."
+    )
+    compression: Optional[str] = setting(
+        "none", help="TFRecord compression.", choices=("none", "gzip")
+    )
+    overwrite: bool = setting(
+        False, help="Replace the shards of an existing --output_dir."
+    )
+    max_unk_fraction: float = setting(
+        DEFAULT_MAX_UNK_FRACTION,
+        help="Refuse the corpus, writing nothing, when more than this share "
+        "of its tokens are [UNK] (a vocabulary or --lowercase that does not "
+        "match the text, another language, binary input); 1 accepts any.",
+    )
+    line_batch_size: int = setting(
+        1024, help="Lines per tokenizer call.", flag=False
+    )
+    num_parallel_calls: Optional[int] = setting(
+        None, help="Tokenizer parallelism (None: one per core).", flag=False
+    )
+    file_prefix: str = setting(
+        "pretrain", help="Shard file name prefix.", flag=False
+    )
+
+    def validate(self):
+        """Raises `UserError` naming the first bad field."""
+        self._check_paths_and_lengths()
+        self._check_num_shards()
+        if not isinstance(self.max_unk_fraction, (int, float)) or not (
+            0 <= self.max_unk_fraction <= 1
+        ):
+            self._refuse("max_unk_fraction", "must be in [0, 1]")
+        self.check_text_input_settings()
+        self._check_static_masking()
+        if self._compression_key() not in _COMPRESSIONS:
+            self._refuse("compression", "must be empty, 'none' or 'gzip'")
+        if not _is_int_at_least(self.line_batch_size, 1):
+            self._refuse("line_batch_size", "must be an int >= 1")
+        if not isinstance(self.num_partitions, int) or not (
+            1 <= self.num_partitions
+            and (not self.runner or self.num_partitions <= self.num_shards)
+        ):
+            self._refuse(
+                "num_partitions",
+                "must be an int >= 1, and <= num_shards with a runner (each "
+                "partition writes its own shards)",
+            )
+
+    def _refuse(self, field, message):
+        raise UserError(f"{field}: {message} (got {getattr(self, field)!r}).")
+
+    def _check_paths_and_lengths(self):
+        if not self.vocab_file:
+            self._refuse("vocab_file", "a vocabulary file is required")
+        if not self.output_dir:
+            self._refuse("output_dir", "an output directory is required")
+        if not isinstance(self.max_seq_length, int) or not (
+            8 <= self.max_seq_length <= MAX_SEQ_LENGTH
+        ):
+            self._refuse(
+                "max_seq_length", f"must be an int in [8, {MAX_SEQ_LENGTH}]"
+            )
+
+    def _check_num_shards(self):
+        """At least one shard, and no more open at once than the process
+        may open files."""
+        if not _is_int_at_least(self.num_shards, 1):
+            self._refuse("num_shards", "must be an int >= 1")
+        open_at_once = self.num_shards
+        if self.runner and isinstance(self.num_partitions, int):
+            open_at_once = -(-self.num_shards // max(1, self.num_partitions))
+        limit = _open_file_limit()
+        if limit is not None and open_at_once + _SPARE_FILE_DESCRIPTORS > limit:
+            self._refuse(
+                "num_shards",
+                f"{open_at_once} shard files would be open at once, but this "
+                f"process may open only {limit} files (ulimit -n); use "
+                "fewer shards or raise the limit",
+            )
+
+    def _check_static_masking(self):
+        if not _is_int_at_least(self.dupe_factor, 1):
+            self._refuse("dupe_factor", "must be an int >= 1")
+        if self.dupe_factor > 1 and not self.static_masking:
+            self._refuse(
+                "dupe_factor",
+                "only applies with --static_masking (dynamic masking "
+                "draws new masks every epoch)",
+            )
+        if not 0.0 < self.mask_rate < 1.0:
+            self._refuse("mask_rate", "must be in (0, 1)")
+        if self.static_masking and not (
+            1 <= self.max_predictions_per_seq <= self.max_seq_length
+        ):
+            self._refuse(
+                "max_predictions_per_seq", "must be in [1, max_seq_length]"
+            )
+
+    def _compression_key(self):
+        if isinstance(self.compression, str):
+            return self.compression.lower()
+        return self.compression
+
+    @property
+    def tf_compression(self):
+        """TFRecord's compression type: `""` or `"GZIP"`."""
+        return _COMPRESSIONS[self._compression_key()]
+
+
+def shard_names(config):
+    """The file names of `config`'s shards, in shard order:
+    `<file_prefix>-<i>-of-<num_shards>.tfrecord[.gz]`."""
+    suffix = ".tfrecord" + (".gz" if config.tf_compression == "GZIP" else "")
+    return [
+        f"{config.file_prefix}-{i:05d}-of-{config.num_shards:05d}{suffix}"
+        for i in range(config.num_shards)
+    ]
