@@ -4,6 +4,10 @@ Every task gives the same thing: a `GlueSplit` of one or two lists of
 sentences and a label array (class ids, or floats for STS-B), with labels
 numbered as in TFDS `glue/<task>` whichever source is used.
 
+`GLUE_TASKS` is the one table of the tasks: their files, columns, labels
+and metrics. Training reads it (`GlueConfig.task`'s choices,
+`tupe_tf.training.glue_metrics`).
+
 Local layout (as written by the official `download_glue_data.py`):
 
     <glue_dir>/CoLA/{train,dev}.tsv      no header: source, label, _, sentence
@@ -29,6 +33,8 @@ from typing import Tuple
 import numpy as np
 
 from tupe_tf.utils import extras
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 NLI_LABELS = {"entailment": 0, "not_entailment": 1}
 MNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
@@ -50,6 +56,10 @@ class GlueTask:
         num_classes: classes, 1 for regression.
         eval_splits: evaluation split names (TFDS naming).
         has_header: whether the TSV files start with a header row.
+        metrics: the GLUE metrics reported for the task (names of
+            `tupe_tf.training.glue_metrics` functions), in report order.
+        primary_metric: the one of `metrics` that picks the best learning
+            rate (GLUE's convention).
     """
 
     name: str
@@ -61,6 +71,8 @@ class GlueTask:
     eval_splits: Tuple[str, ...] = ("validation",)
     label_map: Optional[dict] = None
     has_header: bool = True
+    metrics: Tuple[str, ...] = ("accuracy",)
+    primary_metric: str = "accuracy"
 
     @property
     def is_regression(self):
@@ -73,7 +85,15 @@ class GlueTask:
 
 GLUE_TASKS = {
     "cola": GlueTask(
-        "cola", "CoLA", ("sentence",), (3,), 1, 2, has_header=False
+        "cola",
+        "CoLA",
+        ("sentence",),
+        (3,),
+        1,
+        2,
+        has_header=False,
+        metrics=("matthews_corrcoef",),
+        primary_metric="matthews_corrcoef",
     ),
     "sst2": GlueTask("sst2", "SST-2", ("sentence",), ("sentence",), "label", 2),
     "mrpc": GlueTask(
@@ -83,6 +103,8 @@ GLUE_TASKS = {
         ("#1 String", "#2 String"),
         "Quality",
         2,
+        metrics=("accuracy", "f1"),
+        primary_metric="f1",
     ),
     "stsb": GlueTask(
         "stsb",
@@ -91,6 +113,8 @@ GLUE_TASKS = {
         ("sentence1", "sentence2"),
         "score",
         1,
+        metrics=("pearson", "spearman"),
+        primary_metric="pearson",
     ),
     "qqp": GlueTask(
         "qqp",
@@ -99,6 +123,8 @@ GLUE_TASKS = {
         ("question1", "question2"),
         "is_duplicate",
         2,
+        metrics=("accuracy", "f1"),
+        primary_metric="f1",
     ),
     "mnli": GlueTask(
         "mnli",
@@ -138,6 +164,9 @@ GLUE_TASKS = {
     ),
 }
 
+# The task names, in GLUE's order (`GlueConfig.task`'s choices).
+TASK_NAMES = tuple(GLUE_TASKS)
+
 _TSV_FILES = {
     "train": "train.tsv",
     "validation": "dev.tsv",
@@ -172,7 +201,7 @@ def get_task(name):
     """The `GlueTask` for a name such as `sst2`, `SST-2` or `mnli`."""
     key = name.lower().replace("-", "").replace("_", "")
     if key not in GLUE_TASKS:
-        raise ValueError(
+        raise UserError(
             f"--task={name!r} is not a GLUE task; choose from {sorted(GLUE_TASKS)}."
         )
     return GLUE_TASKS[key]
@@ -194,12 +223,12 @@ def _parse_label(task, raw, path, line_number):
             if task.label_map
             else f"an integer in [0, {task.num_classes})"
         )
-        raise ValueError(
+        raise UserError(
             f"{path}:{line_number}: label column {task.tsv_label!r} holds "
             f"{raw!r}, expected {expected}."
         ) from None
     if not 0 <= value < task.num_classes:
-        raise ValueError(
+        raise UserError(
             f"{path}:{line_number}: label {value} is outside [0, {task.num_classes})."
         )
     return value
@@ -219,67 +248,86 @@ def read_glue_tsv(task, split, glue_dir, max_examples=None):
         A `GlueSplit`.
 
     Raises:
-        FileNotFoundError: the TSV file is missing (its path is named).
-        ValueError: a missing column or a bad label (file and line named).
+        fileio.NoMatchingFileError (a `UserError` and `FileNotFoundError`):
+            the TSV file is missing (its path is named).
+        UserError: the file cannot be read or is not UTF-8 text (`glue_dir`
+            named), a missing column or a bad label (file and line named).
 
     Example:
 
     >>> split = read_glue_tsv("sst2", "validation", "../shared/data/glue")
-    >>> split.sentences[0][0], split.labels[0]
+    >>> split.sentences[0][0], int(split.labels[0])
     ('no movement , no yuks , not much of anything', 0)
     """
     task = get_task(task) if isinstance(task, str) else task
     split = _check_split(task, split)
     path = os.path.join(glue_dir, task.directory, _TSV_FILES[split])
     if not os.path.isfile(path):
-        raise FileNotFoundError(
+        raise fileio.NoMatchingFileError(
             f"GLUE {task.name} {split}: {path} does not exist (--glue_dir="
             f"{glue_dir!r} must hold the official layout: {task.directory}/"
             f"{_TSV_FILES[split]})."
         )
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    texts = [[] for _ in task.tsv_columns]
-    labels = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        if task.has_header:
-            try:
-                header = next(reader)
-            except StopIteration:
-                raise ValueError(f"{path} is empty.") from None
-            header = [h.strip().lstrip("\ufeff") for h in header]
-            indices = []
-            for column in tuple(task.tsv_columns) + (task.tsv_label,):
-                if column not in header:
-                    raise ValueError(
-                        f"{path}: no column {column!r} in the header {header}."
-                    )
-                indices.append(header.index(column))
-        else:
-            indices = list(task.tsv_columns) + [task.tsv_label]
-        needed = max(indices) + 1
-        for line_number, row in enumerate(
-            reader, start=2 if task.has_header else 1
-        ):
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            if len(row) < needed:
-                raise ValueError(
-                    f"{path}:{line_number}: {len(row)} tab-separated columns, "
-                    f"expected at least {needed} (text column(s) "
-                    f"{list(task.tsv_columns)}, label column {task.tsv_label!r})."
-                )
-            for text_list, index in zip(texts, indices[:-1]):
-                text_list.append(row[index])
-            labels.append(
-                _parse_label(task, row[indices[-1]], path, line_number)
-            )
-            if max_examples is not None and len(labels) >= max_examples:
-                break
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            texts, labels = _read_rows(task, path, f, max_examples)
+    except UnicodeDecodeError as e:
+        raise UserError(
+            f"--glue_dir={glue_dir!r}: the GLUE {task.name} {split} file is "
+            f"not UTF-8 text ({e}). Pass the official TSV files."
+        ) from e
+    except (OSError, csv.Error) as e:
+        raise UserError(f"Cannot read GLUE file {path}: {e}") from e
     if not labels:
-        raise ValueError(f"{path} holds no examples.")
+        raise UserError(f"{path} holds no examples.")
     dtype = np.float32 if task.is_regression else np.int32
     return GlueSplit(task, split, texts, np.asarray(labels, dtype), path)
+
+
+def _column_indices(task, path, reader):
+    """The indices of the text column(s) and then the label column; reads
+    the header row of a task that has one."""
+    if not task.has_header:
+        return list(task.tsv_columns) + [task.tsv_label]
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise UserError(f"{path} is empty.") from None
+    header = [h.strip().lstrip("\ufeff") for h in header]
+    indices = []
+    for column in tuple(task.tsv_columns) + (task.tsv_label,):
+        if column not in header:
+            raise UserError(
+                f"{path}: no column {column!r} in the header {header}."
+            )
+        indices.append(header.index(column))
+    return indices
+
+
+def _read_rows(task, path, f, max_examples):
+    """`(texts, labels)` of an open TSV file: one list per text column."""
+    reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+    indices = _column_indices(task, path, reader)
+    needed = max(indices) + 1
+    texts = [[] for _ in task.tsv_columns]
+    labels = []
+    first_line = 2 if task.has_header else 1
+    for line_number, row in enumerate(reader, start=first_line):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) < needed:
+            raise UserError(
+                f"{path}:{line_number}: {len(row)} tab-separated columns, "
+                f"expected at least {needed} (text column(s) "
+                f"{list(task.tsv_columns)}, label column {task.tsv_label!r})."
+            )
+        for text_list, index in zip(texts, indices[:-1]):
+            text_list.append(row[index])
+        labels.append(_parse_label(task, row[indices[-1]], path, line_number))
+        if max_examples is not None and len(labels) >= max_examples:
+            break
+    return texts, labels
 
 
 def _check_split(task, split):
@@ -287,7 +335,7 @@ def _check_split(task, split):
         split = "validation_matched"
     allowed = ("train",) + task.eval_splits
     if split not in allowed:
-        raise ValueError(
+        raise UserError(
             f"GLUE {task.name} has no split {split!r}; use one of {allowed}."
         )
     return split

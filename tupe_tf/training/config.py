@@ -11,6 +11,7 @@ import os
 from typing import Optional
 from typing import Sequence
 
+from data_pipeline import glue
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -385,17 +386,8 @@ class PretrainConfig:
         return dataclasses.asdict(self)
 
 
-GLUE_TASKS = (
-    "cola",
-    "sst2",
-    "mrpc",
-    "stsb",
-    "qqp",
-    "mnli",
-    "qnli",
-    "rte",
-    "wnli",
-)
+# `data_pipeline.glue.GLUE_TASKS`' names: the one table of the GLUE tasks.
+GLUE_TASKS = glue.TASK_NAMES
 
 
 @refuses_unknown_fields

@@ -1,26 +1,12 @@
-"""GLUE metrics: Matthews correlation, Pearson/Spearman, accuracy, F1."""
+"""GLUE metrics: Matthews correlation, Pearson/Spearman, accuracy, F1.
+
+Which metrics a task reports, and which one picks the best learning rate,
+are in its `data_pipeline.glue.GLUE_TASKS` entry.
+"""
 
 import numpy as np
 
-TASK_METRICS = {
-    "cola": ("matthews_corrcoef",),
-    "sst2": ("accuracy",),
-    "mrpc": ("accuracy", "f1"),
-    "stsb": ("pearson", "spearman"),
-    "qqp": ("accuracy", "f1"),
-    "mnli": ("accuracy",),
-    "qnli": ("accuracy",),
-    "rte": ("accuracy",),
-    "wnli": ("accuracy",),
-}
-
-# The single number used to pick the best learning rate (GLUE's convention).
-PRIMARY_METRIC = {
-    "cola": "matthews_corrcoef",
-    "stsb": "pearson",
-    "mrpc": "f1",
-    "qqp": "f1",
-}
+from data_pipeline import glue
 
 
 def accuracy(labels, predictions):
@@ -112,16 +98,18 @@ def compute_glue_metrics(task, labels, outputs):
     >>> compute_glue_metrics("mrpc", [1, 0, 1], [[0, 1], [1, 0], [1, 0]])
     {'accuracy': 0.666..., 'f1': 0.666...}
     """
+    glue_task = glue.get_task(task)
     outputs = np.asarray(outputs)
-    if task == "stsb":
+    if glue_task.is_regression:
         predictions = outputs.reshape(-1)
     else:
         predictions = np.argmax(outputs, axis=-1)
     return {
         name: _FUNCTIONS[name](labels, predictions)
-        for name in TASK_METRICS[task]
+        for name in glue_task.metrics
     }
 
 
 def primary_metric(task):
-    return PRIMARY_METRIC.get(task, "accuracy")
+    """The metric of GLUE task `task` that picks the best learning rate."""
+    return glue.get_task(task).primary_metric
