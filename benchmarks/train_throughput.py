@@ -93,14 +93,14 @@ def main(argv):
     from tupe_tf.training import config as config_lib
     from tupe_tf.training.callbacks import NonFiniteLossGuard
     from tupe_tf.training.callbacks import TrainingLogger
-    from tupe_tf.training.pretrain import _vocabulary_size
-    from tupe_tf.training.pretrain import build_masked_lm
-    from tupe_tf.training.pretrain import compile_masked_lm
+    from tupe_tf.training.pretrain_data import vocabulary_size
+    from tupe_tf.training.pretrain_model import build_masked_lm
+    from tupe_tf.training.pretrain_model import compile_masked_lm
 
     data = default_data.prepare_default_data(
         FLAGS.work_dir, seq_length=FLAGS.seq_length
     )
-    vocab_size = _vocabulary_size(data.vocab_file)
+    vocab_size = vocabulary_size(data.vocab_file)
     batch = FLAGS.global_batch_size
 
     def reader(prefetch=True):

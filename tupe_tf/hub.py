@@ -9,6 +9,7 @@ import keras
 import tensorflow_text  # noqa: F401
 
 from tupe_tf.export.export_lib import read_export_metadata
+from tupe_tf.utils.errors import UserError
 
 # Endpoints per export format: (inference, training or None).
 _ENDPOINTS = {
@@ -38,8 +39,8 @@ def load(path, trainable=False):
         A `keras.layers.TFSMLayer`.
 
     Raises:
-        ValueError: `path` is not a tupe-tf export, or `trainable=True` for
-            an export without trainable weights.
+        UserError: (a `ValueError`) `path` is not a tupe-tf export, or
+            `trainable=True` for an export without trainable weights.
 
     Example:
     ```python
@@ -52,20 +53,20 @@ def load(path, trainable=False):
     metadata = read_export_metadata(path)
     if metadata is None:
         if not os.path.isdir(path):
-            raise ValueError(f"Export directory {path!r} does not exist.")
-        raise ValueError(
+            raise UserError(f"Export directory {path!r} does not exist.")
+        raise UserError(
             f"{path!r} is not a tupe-tf export (no "
             "assets.extra/tupe_tf_export.json). Use "
             "`keras.layers.TFSMLayer` directly for other SavedModels."
         )
     export_format = metadata.get("format")
     if export_format not in _ENDPOINTS:
-        raise ValueError(
+        raise UserError(
             f"{path!r} has unknown export format {export_format!r}."
         )
     call_endpoint, training_endpoint = _ENDPOINTS[export_format]
     if trainable and training_endpoint is None:
-        raise ValueError(
+        raise UserError(
             f"`trainable=True` needs a hub_encoder export; {path!r} is a "
             f"{export_format} export."
         )

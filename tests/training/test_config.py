@@ -111,7 +111,7 @@ def test_learning_defaults_follow_the_model_size():
 
 
 def test_pretraining_learning_rate_is_resolved_from_the_dims():
-    from tupe_tf.training.pretrain import resolve_learning_rate
+    from tupe_tf.training.pretrain_model import resolve_learning_rate
 
     def resolved(**model):
         config = config_lib.PretrainConfig(

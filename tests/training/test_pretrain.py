@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.training.conftest import SEQ_LENGTH
 from tests.training.conftest import pretrain_config
 from tupe_tf.training import run_pretraining
 from tupe_tf.training.callbacks import NonFiniteLossError
+from tupe_tf.utils.errors import UserError
 
 
 def _scalars(event_dir):
@@ -116,7 +118,7 @@ def test_seq_length_above_max_sequence_length_is_refused(
         tmp_path / "model", shards, vocab_file, max_sequence_length=16
     )
     with pytest.raises(
-        ValueError,
+        UserError,
         match=r"--seq_length=32 is above the model's max_sequence_length=16",
     ):
         run_pretraining(config)
@@ -128,8 +130,23 @@ def test_shards_from_another_vocabulary_are_refused(
 ):
     config = pretrain_config(tmp_path / "model", shards, other_vocab_file)
     with pytest.raises(
-        ValueError,
+        UserError,
         match=r"--train_files were not built with --vocab_file=.*other_vocab\.txt",
+    ):
+        run_pretraining(config)
+    assert not (tmp_path / "model" / "checkpoints").exists()
+
+
+def test_shards_of_longer_sequences_are_refused(tmp_path, shards, vocab_file):
+    half = SEQ_LENGTH // 2
+    config = pretrain_config(
+        tmp_path / "model", shards, vocab_file, seq_length=half
+    )
+    with pytest.raises(
+        UserError,
+        match=rf"--train_files hold sequences of length {SEQ_LENGTH}, longer "
+        rf"than --seq_length={half}\. Rebuild the shards with "
+        rf"--max_seq_length={half} or pass --seq_length={SEQ_LENGTH}\.",
     ):
         run_pretraining(config)
     assert not (tmp_path / "model" / "checkpoints").exists()
@@ -140,7 +157,7 @@ def test_unwritable_model_dir_is_refused(tmp_path, shards, vocab_file):
     blocker.write_text("not a directory")
     config = pretrain_config(blocker / "model", shards, vocab_file)
     with pytest.raises(
-        ValueError, match=r"--model_dir=.*a_file/model' is not writable"
+        UserError, match=r"--model_dir=.*a_file/model' is not writable"
     ):
         run_pretraining(config)
 
@@ -155,11 +172,11 @@ def test_missing_shards_and_bad_eval_interval_are_refused(
         train_files=[str(tmp_path / "none-*")],
     )
     with pytest.raises(
-        ValueError, match=r"--train_files: pattern .*none-\*' matches no file"
+        UserError, match=r"--train_files: pattern .*none-\*' matches no file"
     ):
         run_pretraining(config)
     config = pretrain_config(tmp_path / "m", shards, vocab_file, eval_every=-1)
-    with pytest.raises(ValueError, match=r"--eval_every=-1 must be >= 0"):
+    with pytest.raises(UserError, match=r"--eval_every=-1 must be >= 0"):
         run_pretraining(config)
 
 
@@ -254,7 +271,7 @@ def test_mixed_float16_trains_checkpoints_and_resumes(
 def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
     from data_pipeline import default_data
     from tupe_tf.training import config as config_lib
-    from tupe_tf.training import pretrain
+    from tupe_tf.training import pretrain_data
 
     calls = []
 
@@ -269,7 +286,7 @@ def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
 
     monkeypatch.setattr(default_data, "prepare_default_data", fake_prepare)
     given = config_lib.PretrainConfig(work_dir=str(tmp_path), seq_length=64)
-    resolved = pretrain.resolve_default_data(given)
+    resolved = pretrain_data.resolve_default_data(given)
     assert calls == [(str(tmp_path), 64)]
     assert (resolved.train_files, resolved.eval_files) == (
         ["d/0", "d/1"],
@@ -278,7 +295,7 @@ def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
     assert resolved.vocab_file == "v.txt"
     assert given.train_files == ()  # the caller's config is left alone
     named = config_lib.PretrainConfig(train_files=["x"], vocab_file="v")
-    assert pretrain.resolve_default_data(named) is named
+    assert pretrain_data.resolve_default_data(named) is named
     assert len(calls) == 1
 
 
@@ -338,6 +355,7 @@ def test_float32_model_copies_mixed_precision_weights(
     import keras
 
     from tupe_tf.training import pretrain
+    from tupe_tf.training import pretrain_model
 
     config = pretrain_config(
         tmp_path, shards, vocab_file, mixed_precision="mixed_bfloat16"
@@ -346,9 +364,9 @@ def test_float32_model_copies_mixed_precision_weights(
     previous = keras.config.dtype_policy()
     try:
         keras.config.set_dtype_policy("mixed_bfloat16")
-        model = pretrain.build_masked_lm(config, 50)
-        model(pretrain._dummy_batch(config), training=False)
-        copy = pretrain.float32_model(model, run)
+        model = pretrain_model.build_masked_lm(config, 50)
+        model(pretrain_model.dummy_batch(config), training=False)
+        copy = pretrain_model.float32_model(model, run)
         assert copy is not model
         assert copy.backbone.compute_dtype == "float32"
         for a, b in zip(model.get_weights(), copy.get_weights()):
@@ -358,14 +376,14 @@ def test_float32_model_copies_mixed_precision_weights(
     float32_run = pretrain.PretrainingRun(
         pretrain_config(tmp_path, shards, vocab_file), None, [], [], 50
     )
-    assert pretrain.float32_model(model, float32_run) is model
+    assert pretrain_model.float32_model(model, float32_run) is model
 
 
 def test_compile_masked_lm_without_a_rate_uses_the_size_default():
     # A library caller (benchmarks/train_throughput.py) compiles without
     # going through run_pretraining: the default rate must still apply.
     from tupe_tf.training import config as config_lib
-    from tupe_tf.training import pretrain
+    from tupe_tf.training import pretrain_model
 
     config = config_lib.PretrainConfig(
         seq_length=16,
@@ -377,8 +395,8 @@ def test_compile_masked_lm_without_a_rate_uses_the_size_default():
         optimizer=config_lib.OptimizerConfig(warmup_ratio=0.0),
     )
     assert config.optimizer.learning_rate is None
-    model = pretrain.compile_masked_lm(
-        pretrain.build_masked_lm(config, 50), config
+    model = pretrain_model.compile_masked_lm(
+        pretrain_model.build_masked_lm(config, 50), config
     )
     # No warm-up: the rate at step 0 is the peak.
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)

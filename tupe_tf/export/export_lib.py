@@ -10,6 +10,7 @@ import keras_hub
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 from tupe_tf.version import __version__
 
 FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
@@ -58,7 +59,7 @@ def _task_class(preset_dir):
     registered = config.get("registered_name") or config.get("class_name")
     task_cls = keras.saving.get_registered_object(registered)
     if task_cls is None:
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r}: `task.json` names {registered!r}, which "
             "is not a registered Keras class. Import the package that "
             "defines it, or export the backbone alone from a preset without "
@@ -81,8 +82,9 @@ def load_preset(preset_dir):
         A `LoadedPreset`.
 
     Raises:
-        ValueError: naming the directory and the problem (missing directory
-            or file, other tupe-tf version, not a `TupeBackbone`).
+        UserError: (a `ValueError`) naming the directory and the problem
+            (missing directory or file, other tupe-tf version, not a
+            `TupeBackbone`).
 
     Example:
     ```python
@@ -97,7 +99,7 @@ def load_preset(preset_dir):
         if not os.path.exists(os.path.join(preset_dir, name))
     ]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r} has no tokenizer: missing {missing}. "
             "Export needs the vocabulary; save the preset from a task with a "
             "preprocessor, or save the tokenizer with `save_to_preset`."
@@ -115,7 +117,7 @@ def load_preset(preset_dir):
     else:
         backbone = keras_hub.models.Backbone.from_preset(preset_dir)
     if not isinstance(backbone, TupeBackbone):
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r} holds a {type(backbone).__name__}, not a "
             "`tupe_tf.TupeBackbone`."
         )
@@ -178,11 +180,9 @@ def folded_positional_bias(backbone, sequence_lengths):
 def write_export_metadata(saved_model_dir, **fields):
     """Records what was exported in `assets.extra/tupe_tf_export.json`."""
     path = os.path.join(saved_model_dir, EXPORT_METADATA_FILE)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as metadata_file:
-        json.dump(
-            {"tupe_tf_version": __version__, **fields}, metadata_file, indent=2
-        )
+    fileio.write_json_atomically(
+        path, {"tupe_tf_version": __version__, **fields}
+    )
 
 
 def read_export_metadata(saved_model_dir):

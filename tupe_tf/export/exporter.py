@@ -7,6 +7,7 @@ from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
 from tupe_tf.export.serving import check_text_fields
 from tupe_tf.export.serving import export_serving
+from tupe_tf.utils.errors import UserError
 
 
 def export_preset(
@@ -36,8 +37,8 @@ def export_preset(
         The absolute path of the export.
 
     Raises:
-        ValueError: bad format, length or text fields, or a bad preset
-            (missing file, other tupe-tf version).
+        UserError: (a `ValueError`) bad format, length or text fields, or
+            a bad preset (missing file, other tupe-tf version).
         FileExistsError: `export_dir` exists and `overwrite` is False.
 
     Example:
@@ -47,18 +48,18 @@ def export_preset(
     ```
     """
     if export_format not in export_lib.FORMATS:
-        raise ValueError(
+        raise UserError(
             f"`export_format` must be one of {export_lib.FORMATS}. "
             f"Received: {export_format!r}"
         )
     if not isinstance(seq_length, int) or seq_length < 3:
-        raise ValueError(
+        raise UserError(
             f"`seq_length` must be an int >= 3. Received: {seq_length!r}"
         )
     if export_format == "serving":
         text_fields = check_text_fields(text_fields)
     elif text_fields:
-        raise ValueError("`text_fields` only applies to the serving format.")
+        raise UserError("`text_fields` only applies to the serving format.")
     # Refuse to start a long export that could not be moved into place.
     if os.path.exists(export_dir) and not overwrite:
         raise FileExistsError(
@@ -67,7 +68,7 @@ def export_preset(
         )
     preset = export_lib.load_preset(preset_dir)
     if seq_length > preset.backbone.max_sequence_length:
-        raise ValueError(
+        raise UserError(
             f"`seq_length={seq_length}` exceeds the preset's "
             f"max_sequence_length={preset.backbone.max_sequence_length}."
         )

@@ -22,6 +22,7 @@ import tensorflow_text as tf_text
 from tupe_tf.export import export_lib
 from tupe_tf.layers.keras_hub_internals import MAX_BYTES_PER_WORD
 from tupe_tf.layers.keras_hub_internals import pretokenize
+from tupe_tf.utils.errors import UserError
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 MAX_SEGMENTS = 2
@@ -37,7 +38,7 @@ def _token_ids(tokenizer):
 
 def _check_tokenizer(tokenizer):
     if not tokenizer.split or tokenizer.special_tokens_in_strings:
-        raise ValueError(
+        raise UserError(
             "Export supports WordPiece tokenizers with `split=True` and "
             "`special_tokens_in_strings=False` (the TupeTokenizer "
             f"defaults). Received: split={tokenizer.split}, "

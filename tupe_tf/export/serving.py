@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tupe_tf.export import export_lib
 from tupe_tf.export.hub_preprocessor import text_packer_from_tokenizer
+from tupe_tf.utils.errors import UserError
 
 DEFAULT_TEXT_FIELDS = ("text",)
 _FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -17,17 +18,17 @@ def check_text_fields(text_fields):
     """Validates the names of the string inputs; returns them as a tuple."""
     text_fields = tuple(text_fields or DEFAULT_TEXT_FIELDS)
     if not 1 <= len(text_fields) <= 2:
-        raise ValueError(
+        raise UserError(
             "`text_fields` takes one name (single texts) or two (pairs). "
             f"Received: {text_fields}"
         )
     for name in text_fields:
         if not _FIELD_NAME.match(name):
-            raise ValueError(
+            raise UserError(
                 f"`text_fields` names must be identifiers. Received: {name!r}"
             )
     if len(set(text_fields)) != len(text_fields):
-        raise ValueError(f"`text_fields` repeat a name: {text_fields}")
+        raise UserError(f"`text_fields` repeat a name: {text_fields}")
     return text_fields
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 
+from tupe_tf.utils.errors import UserError
 from tupe_tf.version import __version__
 
 REQUIRED_PRESET_FILES = ("config.json", "metadata.json", "model.weights.h5")
@@ -18,10 +19,10 @@ def check_preset(preset_dir):
         The preset's `metadata.json` as a dict.
 
     Raises:
-        ValueError: naming the directory and what is wrong: missing
-            directory or file, a JSON or weights file that cannot be read
-            (truncated, overwritten), not a tupe-tf preset, or a preset
-            saved by another major.minor version of tupe-tf.
+        UserError: (a `ValueError`) naming the directory and what is
+            wrong: missing directory or file, a JSON or weights file that
+            cannot be read (truncated, overwritten), not a tupe-tf preset,
+            or a preset saved by another major.minor version of tupe-tf.
 
     Example:
     ```python
@@ -29,14 +30,14 @@ def check_preset(preset_dir):
     ```
     """
     if not os.path.isdir(preset_dir):
-        raise ValueError(f"Preset directory {preset_dir!r} does not exist.")
+        raise UserError(f"Preset directory {preset_dir!r} does not exist.")
     missing = [
         name
         for name in REQUIRED_PRESET_FILES
         if not os.path.exists(os.path.join(preset_dir, name))
     ]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r} is incomplete: missing {missing}. "
             "Re-export it with `save_to_preset`."
         )
@@ -47,12 +48,12 @@ def check_preset(preset_dir):
     metadata = read_preset_json(preset_dir, "metadata.json")
     version = metadata.get("tupe_tf_version")
     if version is None:
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r} was not saved by tupe-tf (no "
             "`tupe_tf_version` in metadata.json)."
         )
     if version.split(".")[:2] != __version__.split(".")[:2]:
-        raise ValueError(
+        raise UserError(
             f"Preset {preset_dir!r} was saved by tupe-tf {version}; this is "
             f"tupe-tf {__version__}. Load it with a matching version."
         )
@@ -60,14 +61,14 @@ def check_preset(preset_dir):
 
 
 def _damaged(preset_dir, name, error):
-    return ValueError(
+    return UserError(
         f"Preset {preset_dir!r} is damaged: {name} cannot be read ({error}). "
         "Save the preset again (or copy it again from where it was saved)."
     )
 
 
 def read_preset_json(preset_dir, name):
-    """The JSON file `name` of a preset, or `ValueError` naming it.
+    """The JSON file `name` of a preset, or `UserError` naming it.
 
     Args:
         preset_dir: the preset directory.
@@ -77,7 +78,7 @@ def read_preset_json(preset_dir, name):
         The parsed JSON.
 
     Raises:
-        ValueError: the file is missing, truncated or not JSON.
+        UserError: the file is missing, truncated or not JSON.
 
     Example:
     ```python

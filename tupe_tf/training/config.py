@@ -14,6 +14,7 @@ from typing import Sequence
 from data_pipeline import glue
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
@@ -119,7 +120,7 @@ class _ModelConfigMethods:
 
     def dims(self):
         if self.model_size not in MODEL_SIZES:
-            raise ValueError(
+            raise UserError(
                 f"--model_size={self.model_size!r} is not one of "
                 f"{sorted(MODEL_SIZES)}."
             )
@@ -129,7 +130,7 @@ class _ModelConfigMethods:
             if value is not None:
                 dims[key] = value
         if dims["hidden_dim"] % dims["num_heads"]:
-            raise ValueError(
+            raise UserError(
                 f"hidden_dim={dims['hidden_dim']} is not divisible by "
                 f"num_heads={dims['num_heads']}."
             )
@@ -144,7 +145,7 @@ class _ModelConfigMethods:
             ):
                 continue
             if value not in option.choices:
-                raise ValueError(
+                raise UserError(
                     f"--{option.name}={value!r} is not one of "
                     f"{list(option.choices)}."
                 )
@@ -229,12 +230,12 @@ class OptimizerConfig:
     def resolve_warmup_steps(self, num_train_steps):
         if self.warmup_steps is not None:
             if self.warmup_steps < 0:
-                raise ValueError(
+                raise UserError(
                     f"--warmup_steps={self.warmup_steps} is negative."
                 )
             return min(int(self.warmup_steps), int(num_train_steps))
         if not 0.0 <= self.warmup_ratio <= 1.0:
-            raise ValueError(
+            raise UserError(
                 f"--warmup_ratio={self.warmup_ratio} is not in [0, 1]."
             )
         return int(round(self.warmup_ratio * num_train_steps))
@@ -271,16 +272,16 @@ class RuntimeConfig:
 
     def validate(self):
         if self.strategy not in STRATEGIES:
-            raise ValueError(
+            raise UserError(
                 f"--strategy={self.strategy!r} is not one of {list(STRATEGIES)}."
             )
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise ValueError(
+            raise UserError(
                 f"--mixed_precision={self.mixed_precision!r} is not one of "
                 f"{list(MIXED_PRECISION_POLICIES)}."
             )
         if self.steps_per_execution < 1:
-            raise ValueError(
+            raise UserError(
                 f"--steps_per_execution={self.steps_per_execution} must be >= 1."
             )
         if self.steps_per_execution > 1 and self.strategy in (
@@ -288,7 +289,7 @@ class RuntimeConfig:
             "multi_worker_mirrored",
         ):
             # TPUStrategy is fine (and wants it); the Mirrored family is not.
-            raise ValueError(
+            raise UserError(
                 f"--steps_per_execution={self.steps_per_execution} is "
                 f"not supported with --strategy={self.strategy}: "
                 "Keras 3.15's fit fails with it under MirroredStrategy, and the "

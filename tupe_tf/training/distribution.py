@@ -6,6 +6,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from tupe_tf.utils.errors import UserError
+
 
 def configure_logical_cpus(num_devices):
     """Splits the host CPU into `num_devices` logical devices.
@@ -86,7 +88,7 @@ def create_strategy(name="default", tpu=None, num_cpu_devices=None):
             try:
                 json.loads(os.environ["TF_CONFIG"])
             except ValueError as error:
-                raise ValueError(
+                raise UserError(
                     f"TF_CONFIG is not valid JSON: {os.environ['TF_CONFIG']!r}"
                 ) from error
         else:
@@ -97,7 +99,7 @@ def create_strategy(name="default", tpu=None, num_cpu_devices=None):
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         return _create_tpu_strategy(tpu)
-    raise ValueError(
+    raise UserError(
         f"--strategy={name!r} is not one of default, one_device, mirrored, "
         "multi_worker_mirrored, tpu."
     )
@@ -151,7 +153,7 @@ def per_replica_batch_size(global_batch_size, strategy):
     """Splits the global batch, refusing one that does not divide evenly."""
     replicas = strategy.num_replicas_in_sync
     if global_batch_size <= 0 or global_batch_size % replicas:
-        raise ValueError(
+        raise UserError(
             f"--global_batch_size={global_batch_size} is not divisible by the "
             f"number of replicas ({replicas}) of --strategy. Use a multiple of "
             f"{replicas}."

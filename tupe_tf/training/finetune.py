@@ -8,7 +8,6 @@ reports the median of several seeds).
 """
 
 import dataclasses
-import json
 import os
 import time
 
@@ -23,7 +22,6 @@ from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.optimization import create_optimizer
-from tupe_tf.training.pretrain import check_writable_dir
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -35,7 +33,7 @@ def _preset_backbone_config(preset):
 
     path = os.path.join(preset, "config.json")
     if not os.path.isfile(path):
-        raise ValueError(
+        raise UserError(
             f"--preset={preset!r} is not a keras-hub preset directory (no "
             "config.json). Pass the preset written by scripts/pretrain.py "
             "(<model_dir>/preset)."
@@ -43,7 +41,7 @@ def _preset_backbone_config(preset):
     try:
         check_preset(preset)
     except ValueError as error:
-        raise ValueError(f"--preset: {error}") from error
+        raise UserError(f"--preset: {error}") from error
     return read_preset_json(preset, "config.json").get("config", {})
 
 
@@ -114,6 +112,74 @@ class _DevEvaluator(keras.callbacks.Callback):
         logging.info("epoch %d dev: %s", epoch + 1, results)
 
 
+def _run_datasets(config, train, eval_splits, preprocessor, seed):
+    """`(train_ds, eval_sets, steps_per_epoch)` of one run.
+
+    `eval_sets` maps each dev split to `(dataset, labels)`.
+    """
+    tpu = config.runtime.strategy == "tpu"
+    # TPUs need static shapes: full training batches only.
+    train_ds = _features(
+        train, preprocessor, config.batch_size, True, seed, drop_remainder=tpu
+    )
+    eval_sets = {
+        split.split: (
+            _features(split, preprocessor, config.batch_size, False, seed),
+            split.labels,
+        )
+        for split in eval_splits
+    }
+    steps_per_epoch = (
+        len(train) // config.batch_size
+        if tpu
+        else int(np.ceil(len(train) / config.batch_size))
+    )
+    return train_ds, eval_sets, steps_per_epoch
+
+
+def _compiled_classifier(config, task, features, total_steps, learning_rate):
+    """The preset's backbone under a new classifier head, built on
+    `features` and compiled (in the caller's strategy scope)."""
+    import tupe_tf
+
+    # The preset stores float32; `dtype` overrides it for mixed precision
+    # (variables stay float32, compute in bfloat16/float16). The global
+    # policy makes the classifier head and the functional model follow;
+    # `compile` then adds loss scaling for mixed_float16.
+    policy = config.runtime.mixed_precision
+    backbone = _load_from_preset(
+        tupe_tf.TupeBackbone, config.preset, dtype=policy
+    )
+    model = tupe_tf.TupeTextClassifier(
+        backbone,
+        num_classes=task.num_classes,
+        preprocessor=None,
+        dropout=config.dropout,
+    )
+    model(features)
+    optimizer = create_optimizer(
+        model,
+        num_train_steps=total_steps,
+        learning_rate=learning_rate,
+        warmup_steps=int(round(config.warmup_ratio * total_steps)),
+        weight_decay=config.weight_decay,
+    )
+    if task.is_regression:
+        loss = keras.losses.MeanSquaredError()
+        metrics = []
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+    model.compile(
+        optimizer=optimizer,
+        loss=loss,
+        metrics=metrics,
+        jit_compile=config.runtime.jit_compile,
+        steps_per_execution=config.runtime.steps_per_execution,
+    )
+    return model
+
+
 def finetune_once(
     config, task, train, eval_splits, learning_rate, seed, strategy
 ):
@@ -125,63 +191,16 @@ def finetune_once(
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
         tokenizer, sequence_length=config.seq_length
     )
-    # TPUs need static shapes: full training batches only.
-    train_ds = _features(
-        train,
-        preprocessor,
-        config.batch_size,
-        True,
-        seed,
-        drop_remainder=config.runtime.strategy == "tpu",
+    train_ds, eval_sets, steps_per_epoch = _run_datasets(
+        config, train, eval_splits, preprocessor, seed
     )
-    eval_sets = {
-        split.split: (
-            _features(split, preprocessor, config.batch_size, False, seed),
-            split.labels,
-        )
-        for split in eval_splits
-    }
-    steps_per_epoch = (
-        len(train) // config.batch_size
-        if config.runtime.strategy == "tpu"
-        else int(np.ceil(len(train) / config.batch_size))
-    )
-    total_steps = steps_per_epoch * config.num_epochs
     with strategy.scope():
-        # The preset stores float32; `dtype` overrides it for mixed precision
-        # (variables stay float32, compute in bfloat16/float16). The global
-        # policy makes the classifier head and the functional model follow;
-        # `compile` then adds loss scaling for mixed_float16.
-        policy = config.runtime.mixed_precision
-        backbone = _load_from_preset(
-            tupe_tf.TupeBackbone, config.preset, dtype=policy
-        )
-        model = tupe_tf.TupeTextClassifier(
-            backbone,
-            num_classes=task.num_classes,
-            preprocessor=None,
-            dropout=config.dropout,
-        )
-        model(next(iter(train_ds))[0])
-        optimizer = create_optimizer(
-            model,
-            num_train_steps=total_steps,
-            learning_rate=learning_rate,
-            warmup_steps=int(round(config.warmup_ratio * total_steps)),
-            weight_decay=config.weight_decay,
-        )
-        if task.is_regression:
-            loss = keras.losses.MeanSquaredError()
-            metrics = []
-        else:
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        model.compile(
-            optimizer=optimizer,
-            loss=loss,
-            metrics=metrics,
-            jit_compile=config.runtime.jit_compile,
-            steps_per_execution=config.runtime.steps_per_execution,
+        model = _compiled_classifier(
+            config,
+            task,
+            next(iter(train_ds))[0],
+            steps_per_epoch * config.num_epochs,
+            learning_rate,
         )
     evaluator = _DevEvaluator(task.name, eval_sets)
     start = time.time()
@@ -195,7 +214,7 @@ def finetune_once(
     return {
         "learning_rate": learning_rate,
         "seed": seed,
-        "compute_dtype": backbone.compute_dtype,
+        "compute_dtype": model.backbone.compute_dtype,
         "train_loss": [float(v) for v in history.history["loss"]],
         "dev_per_epoch": evaluator.history,
         "dev": {k: v for k, v in evaluator.history[-1].items() if k != "epoch"},
@@ -253,10 +272,13 @@ def validate_glue_config(config):
     """
     from data_pipeline import glue
 
-    task = glue.get_task(config.task)
+    try:
+        task = glue.get_task(config.task)
+    except ValueError as error:
+        raise UserError(str(error)) from error
     config.runtime.validate()
     if not config.preset:
-        raise ValueError(
+        raise UserError(
             "--preset is required (a pre-trained preset directory)."
         )
     backbone_config = _preset_backbone_config(config.preset)
@@ -269,27 +291,28 @@ def validate_glue_config(config):
         config.num_epochs = recipe["num_epochs"]
     max_length = backbone_config.get("max_sequence_length")
     if max_length is not None and config.seq_length > max_length:
-        raise ValueError(
+        raise UserError(
             f"--seq_length={config.seq_length} is above the preset's "
             f"max_sequence_length={max_length}."
         )
     if not config.learning_rates or not config.seeds:
-        raise ValueError("--learning_rates and --seeds must not be empty.")
+        raise UserError("--learning_rates and --seeds must not be empty.")
     for flag in ("batch_size", "num_epochs"):
         if getattr(config, flag) <= 0:
-            raise ValueError(
+            raise UserError(
                 f"--{flag}={getattr(config, flag)} must be positive."
             )
     if config.glue_dir and not os.path.isdir(config.glue_dir):
-        raise ValueError(f"--glue_dir={config.glue_dir!r} is not a directory.")
-    check_writable_dir(
+        raise UserError(f"--glue_dir={config.glue_dir!r} is not a directory.")
+    fileio.check_writable_dir(
         os.path.join(config.output_dir, task.name), "--output_dir"
     )
     return task
 
 
 def _load_split(config, task, split, max_examples):
-    """`glue.load_glue`; a file that is not text is named by its flag."""
+    """`glue.load_glue`; a missing or damaged file is a `UserError`, one
+    that is not text is named by its flag."""
     from data_pipeline import glue
 
     try:
@@ -301,10 +324,12 @@ def _load_split(config, task, split, max_examples):
             max_examples,
         )
     except UnicodeDecodeError as error:
-        raise ValueError(
+        raise UserError(
             f"--glue_dir={config.glue_dir!r}: the GLUE {task.name} {split} "
             f"file is not UTF-8 text ({error}). Pass the official TSV files."
         ) from error
+    except (ValueError, OSError) as error:
+        raise UserError(str(error)) from error
 
 
 def run_glue(config: GlueConfig):
@@ -326,28 +351,8 @@ def run_glue(config: GlueConfig):
     ...                               seeds=[0, 1, 2]))
     >>> results["best"]["validation"]["matthews_corrcoef"]
     """
-    import tupe_tf
-
     config = dataclasses.replace(config)
-    try:
-        # Flags first: a bad value is refused before any device is set up.
-        task = validate_glue_config(config)
-        strategy = distribution.create_strategy(
-            config.runtime.strategy,
-            tpu=config.runtime.tpu,
-            num_cpu_devices=config.runtime.num_cpu_devices,
-        )
-        train = _load_split(config, task, "train", config.max_train_examples)
-        eval_splits = [
-            _load_split(config, task, split, config.max_eval_examples)
-            for split in task.eval_splits
-        ]
-        # The vocabulary is needed by every run: refuse a bad one now.
-        _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
-    except UserError:
-        raise
-    except (ValueError, FileNotFoundError) as error:
-        raise UserError(str(error)) from error
+    task, strategy, train, eval_splits = _prepare_glue(config)
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
     runs = []
@@ -372,9 +377,43 @@ def run_glue(config: GlueConfig):
                 )
     finally:
         keras.config.set_dtype_policy(previous_policy)
+    results = _glue_results(config, task, train, eval_splits, runs)
+    path = os.path.join(output_dir, "results.json")
+    fileio.write_json_atomically(path, results)
+    results["results_file"] = path
+    return results
+
+
+def _prepare_glue(config):
+    """`(task, strategy, train, eval_splits)`: the flags, the preset's
+    vocabulary and the data checked and loaded, before any run.
+
+    Raises:
+        UserError: naming the flag or file.
+    """
+    import tupe_tf
+
+    # Flags first: a bad value is refused before any device is set up.
+    task = validate_glue_config(config)
+    strategy = distribution.create_strategy(
+        config.runtime.strategy,
+        tpu=config.runtime.tpu,
+        num_cpu_devices=config.runtime.num_cpu_devices,
+    )
+    train = _load_split(config, task, "train", config.max_train_examples)
+    eval_splits = [
+        _load_split(config, task, split, config.max_eval_examples)
+        for split in task.eval_splits
+    ]
+    # The vocabulary is needed by every run: refuse a bad one now.
+    _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
+    return task, strategy, train, eval_splits
+
+
+def _glue_results(config, task, train, eval_splits, runs):
+    """The results dict of `run_glue` (without `results_file`)."""
     by_lr, best_lr = summarize_runs(task.name, runs)
-    primary = glue_metrics.primary_metric(task.name)
-    results = {
+    return {
         "task": task.name,
         "preset": os.path.abspath(config.preset),
         "train_source": train.source,
@@ -391,13 +430,9 @@ def run_glue(config: GlueConfig):
             "seeds": list(config.seeds),
             "mixed_precision": config.runtime.mixed_precision,
         },
-        "primary_metric": primary,
+        "primary_metric": glue_metrics.primary_metric(task.name),
         "runs": runs,
         "median_by_learning_rate": by_lr,
         "best_learning_rate": float(best_lr),
         "best": by_lr[str(best_lr)],
     }
-    path = os.path.join(output_dir, "results.json")
-    fileio.write_text_atomically(path, json.dumps(results, indent=2))
-    results["results_file"] = path
-    return results

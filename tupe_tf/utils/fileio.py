@@ -1,6 +1,7 @@
 """File helpers shared by `data_pipeline` and `tupe_tf`.
 
-Atomic publishing of files and directories, comma-separated pattern
+Atomic publishing of files (JSON included) and directories, the checks
+that an output directory can be written, comma-separated pattern
 expansion, and sha256 hashing. Standard library only, so that importing it
 (as `scripts/build_shards.py` does at start-up) never pulls in TensorFlow.
 """
@@ -8,6 +9,7 @@ expansion, and sha256 hashing. Standard library only, so that importing it
 import contextlib
 import glob
 import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -161,6 +163,23 @@ def write_text_atomically(path, text):
             os.fsync(f.fileno())
 
 
+def write_json_atomically(path, obj, indent=2, sort_keys=False, default=None):
+    """Writes `obj` as JSON text, ending with a newline, to `path`
+    atomically (`write_text_atomically`).
+
+    Args:
+        path: the final file path.
+        obj: what `json.dumps` takes.
+        indent, sort_keys, default: as in `json.dumps` (`default=str`
+            writes any other object as its string).
+
+    Example:
+    >>> write_json_atomically("run/results.json", {"loss": 2.5})  # doctest: +SKIP
+    """
+    text = json.dumps(obj, indent=indent, sort_keys=sort_keys, default=default)
+    write_text_atomically(path, text + "\n")
+
+
 @contextlib.contextmanager
 def atomic_directory(path, overwrite=False, what="Directory"):
     """Yields a temporary directory that becomes `path` on success.
@@ -289,22 +308,75 @@ def check_can_create_directory(path, what="Directory"):
         _remove_empty_directories(missing)
 
 
-def check_writable_directory(directory, what="Directory"):
-    """Raises `OutputError` unless a file can be created in `directory`.
-
-    Creates and removes a hidden temporary file (a permission test that
-    also holds for root and read-only file systems).
-    """
+def _write_probe(directory):
+    """Creates and removes a hidden file in `directory` (a permission test
+    that also holds for root and read-only file systems); `OSError` if it
+    cannot be created."""
     probes = []
     try:
         _create_registered(probes, directory, ".write-test-", "", _new_file)
+    finally:
+        for probe in probes:
+            _remove_quietly(probe)
+
+
+def _remote_write_probe(directory):
+    """`_write_probe` through `tf.io.gfile`, creating `directory` first, for
+    a remote path (`gs://...`); `OSError` if it fails."""
+    import tensorflow as tf  # Only remote paths need it.
+
+    probe = f"{directory.rstrip('/')}/.write-test-{secrets.token_hex(8)}"
+    try:
+        tf.io.gfile.makedirs(directory)
+        with tf.io.gfile.GFile(probe, "w") as f:
+            f.write("ok")
+        tf.io.gfile.remove(probe)
+    except tf.errors.OpError as error:
+        raise OSError(error.message) from error
+
+
+def check_writable_directory(directory, what="Directory"):
+    """Raises `OutputError` unless a file can be created in the existing
+    `directory` (`what`: how the message names it).
+
+    Creates and removes a hidden temporary file.
+    """
+    try:
+        _write_probe(directory)
     except OSError as e:
         raise OutputError(
             f"{what}: cannot write in {directory}: {e.strerror or e}."
         ) from e
-    finally:
-        for probe in probes:
-            _remove_quietly(probe)
+
+
+def check_writable_dir(directory, flag="--model_dir"):
+    """Creates `directory` (and its parents; they are kept) and checks that
+    a file can be written in it, as the training, export and analysis
+    scripts do for their output flags.
+
+    A remote path (`gs://...`) is checked through `tf.io.gfile`.
+
+    Args:
+        directory: the output directory.
+        flag: how the message names it.
+
+    Raises:
+        OutputError: `<flag>='<directory>' is not writable: <OS error>`.
+
+    Example:
+    >>> check_writable_dir("runs/model", "--model_dir")  # doctest: +SKIP
+    """
+    directory = os.fspath(directory)
+    try:
+        if "://" in directory:
+            _remote_write_probe(directory)
+        else:
+            os.makedirs(directory, exist_ok=True)
+            _write_probe(directory)
+    except OSError as error:
+        raise OutputError(
+            f"{flag}={directory!r} is not writable: {error}"
+        ) from error
 
 
 def is_hidden_temporary(name):

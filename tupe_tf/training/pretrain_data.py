@@ -1,0 +1,206 @@
+"""The data of a pre-training run: default data, input checks, datasets.
+
+Steps "data" and "validate" of `tupe_tf.training.pretrain.run_pretraining`
+(the vocabulary and shard checks, before anything is built) and the
+`tf.data` input of step "train", including the refusal of a shard that
+turns out damaged while it is read.
+"""
+
+import dataclasses
+import re
+
+import tensorflow as tf
+
+from tupe_tf.training import distribution
+from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
+
+
+def expand_patterns(patterns, flag):
+    """`fileio.expand_patterns` through `tf.io.gfile`, which also reads
+    remote paths (`gs://...`)."""
+    return fileio.expand_patterns(
+        patterns, flag, glob_fn=tf.io.gfile.glob, exists_fn=tf.io.gfile.exists
+    )
+
+
+def check_data(config):
+    """Refuses a vocabulary or shards a `PretrainConfig` cannot train on.
+
+    Checks `--vocab_file`, then `--train_files` and `--eval_files` against
+    their manifests, the vocabulary and `--seq_length`
+    (`data_pipeline.shard_check`).
+
+    Raises:
+        UserError: naming the flag and the file.
+    """
+    from data_pipeline import shard_check
+
+    check_vocabulary_file(config.vocab_file)
+    train_files = expand_patterns(config.train_files, "--train_files")
+    eval_files = expand_patterns(config.eval_files, "--eval_files")
+    if not train_files:
+        raise UserError("--train_files is empty.")
+    checked = [(train_files, "--train_files")]
+    if eval_files:
+        checked.append((eval_files, "--eval_files"))
+    for files, flag in checked:
+        shard_check.check_training_shards(
+            files,
+            flag,
+            config.vocab_file,
+            config.seq_length,
+            skip_bad_shards=config.skip_bad_shards,
+        )
+
+
+def check_vocabulary_file(vocab_file):
+    """Refuses a `--vocab_file` that is missing or not a vocabulary."""
+    import data_pipeline
+
+    if not vocab_file or not tf.io.gfile.exists(vocab_file):
+        raise UserError(f"--vocab_file={vocab_file!r} does not exist.")
+    try:
+        data_pipeline.load_vocabulary(vocab_file)
+    except (ValueError, OSError) as error:
+        reason = str(error).rstrip(". ") + "."
+        raise UserError(
+            f"--vocab_file={vocab_file!r} is not a usable vocabulary: "
+            f"{reason} Pass the vocabulary the shards were built with "
+            "(scripts/build_vocab.py writes one)."
+        ) from error
+
+
+def vocabulary_size(vocab_file):
+    """The number of tokens (non-empty lines) of `vocab_file`."""
+    with tf.io.gfile.GFile(vocab_file) as f:
+        return sum(1 for line in f if line.rstrip("\n"))
+
+
+def resolve_default_data(config):
+    """Step "data": without `train_files`, the embedded-corpus default data.
+
+    Returns `config` itself when it names its shards, else a copy whose
+    `train_files`, `eval_files` and `vocab_file` are the default data built
+    (or reused) under `config.work_dir`.
+    """
+    if config.train_files:
+        return config
+    from data_pipeline import default_data
+
+    fileio.check_writable_dir(config.work_dir, "--work_dir")
+    data = default_data.prepare_default_data(
+        config.work_dir, seq_length=config.seq_length
+    )
+    return dataclasses.replace(
+        config,
+        train_files=data.train_files,
+        eval_files=data.eval_files,
+        vocab_file=data.vocab_file,
+    )
+
+
+def make_dataset(
+    config, files, batch_size, is_training, skip_batches=0, input_context=None
+):
+    """The MLM dataset; training data repeats and starts `skip_batches` in.
+
+    Evaluation data is one deterministic pass, repeated and cut to
+    `config.eval_steps` batches so every worker runs the same number of steps.
+    """
+    import data_pipeline
+
+    dataset = data_pipeline.pretraining_dataset(
+        files,
+        config.vocab_file,
+        config.seq_length,
+        batch_size,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        mask_rate=config.mask_rate,
+        is_training=is_training,
+        shuffle_buffer=config.shuffle_buffer,
+        seed=config.seed,
+        # A fixed order is what makes "skip the batches already trained on"
+        # resume at the right place.
+        deterministic=True,
+        input_context=input_context,
+        skip_bad_shards=config.skip_bad_shards,
+        drop_remainder=True,
+        skip_batches=skip_batches,
+    )
+    if not is_training:
+        dataset = dataset.repeat().take(config.eval_steps)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_input_fns(run):
+    """`(train_data(skip_batches), eval_data())` for `run`'s strategy.
+
+    Under `MultiWorkerMirroredStrategy` each worker reads its own part of
+    the files with its per-replica batch; elsewhere the global batch is read
+    once. `eval_data()` is `None` without `eval_files`.
+
+    Args:
+        run: a `tupe_tf.training.pretrain.PretrainingRun`.
+    """
+    config, strategy = run.config, run.strategy
+    per_replica = distribution.per_replica_batch_size(
+        config.global_batch_size, strategy
+    )
+
+    def data(files, is_training, skip=0):
+        if not run.multi_worker:
+            return make_dataset(
+                config, files, config.global_batch_size, is_training, skip
+            )
+        return strategy.distribute_datasets_from_function(
+            lambda ctx: make_dataset(
+                config,
+                files,
+                per_replica,
+                is_training,
+                skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
+                input_context=ctx,
+            )
+        )
+
+    def train_data(skip):
+        return data(run.train_files, True, skip)
+
+    def eval_data():
+        return data(run.eval_files, False) if run.eval_files else None
+
+    return train_data, eval_data
+
+
+# The reader names a shard that turns out truncated or corrupted while read
+# in a `tf.debugging.Assert` message that ends with its override.
+_BAD_SHARD_ASSERTION = re.compile(
+    r"assertion failed: \[(.*?skip_bad_shards.*?)\]", re.DOTALL
+)
+
+
+def refuse_bad_shard(error, config):
+    """Turns the reader's bad-shard assertion into an `UserError`.
+
+    Args:
+        error: a `tf.errors.OpError` raised while training or evaluating.
+        config: the run's `PretrainConfig`.
+
+    Raises:
+        UserError: naming the shard, `--skip_bad_shards` and the
+            checkpoint training resumes from, if `error` is the reader's;
+            otherwise nothing is raised.
+    """
+    match = _BAD_SHARD_ASSERTION.search(error.message or "")
+    if match is None:
+        return
+    message = match.group(1).strip()
+    message = message.replace("skip_bad_shards=True", "--skip_bad_shards")
+    latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+    kept = (
+        f"the last checkpoint, {latest}, is kept and a rerun resumes from it"
+        if latest
+        else "no checkpoint had been written yet"
+    )
+    raise UserError(f"{message} Training stopped; {kept}.") from error
