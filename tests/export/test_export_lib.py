@@ -63,6 +63,7 @@ def _copy_preset(exports, tmp_path):
     return preset
 
 
+@pytest.mark.large
 def test_missing_preset_file_names_the_file(exports, tmp_path):
     preset = _copy_preset(exports, tmp_path)
     os.remove(preset / "model.weights.h5")
@@ -73,6 +74,7 @@ def test_missing_preset_file_names_the_file(exports, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.large
 def test_missing_vocabulary_names_the_file(exports, tmp_path):
     preset = _copy_preset(exports, tmp_path)
     os.remove(preset / "assets" / "tokenizer" / "vocabulary.txt")
@@ -82,6 +84,7 @@ def test_missing_vocabulary_names_the_file(exports, tmp_path):
         )
 
 
+@pytest.mark.large
 def test_preset_of_another_version_is_refused(exports, tmp_path):
     preset = _copy_preset(exports, tmp_path)
     metadata_path = preset / "metadata.json"
@@ -94,6 +97,7 @@ def test_preset_of_another_version_is_refused(exports, tmp_path):
         )
 
 
+@pytest.mark.large
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -114,6 +118,7 @@ def test_bad_arguments_are_named(exports, tmp_path, kwargs, match):
         )
 
 
+@pytest.mark.large
 def test_loaded_preset_kinds(exports):
     assert export_lib.load_preset(exports.classifier_preset).kind == (
         "classifier"

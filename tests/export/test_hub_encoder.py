@@ -12,6 +12,8 @@ from tests.export.conftest import encoder_inputs
 from tests.export.conftest import in_memory_encoder_outputs
 from tests.export.conftest import in_memory_packed
 
+pytestmark = pytest.mark.large
+
 
 def _inputs(exports, length=SEQ_LENGTH):
     packed = in_memory_packed(exports.classifier_preprocessor, TEXTS_A, TEXTS_B)

@@ -13,6 +13,8 @@ from tests.export.conftest import VOCAB
 from tests.export.conftest import encoder_inputs
 from tests.export.conftest import in_memory_packed
 
+pytestmark = pytest.mark.large
+
 
 @pytest.fixture(scope="module")
 def preprocessor(exports, load_once):

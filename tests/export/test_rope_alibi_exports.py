@@ -15,6 +15,8 @@ from tests.export.conftest import tiny_backbone
 from tests.export.test_loading_in_fresh_process import run_checks
 from tests.export.test_loading_in_fresh_process import save_reference
 
+pytestmark = pytest.mark.large
+
 
 @pytest.fixture(
     scope="module",
@@ -66,14 +68,12 @@ def option_exports(request, tmp_path_factory):
     return classifier, paths, reference
 
 
-@pytest.mark.large
 def test_keras3_loads_all_three_formats(option_exports):
     _, _, reference = option_exports
     passed = run_checks("keras3", reference)
     assert len(passed) == 8, passed
 
 
-@pytest.mark.large
 def test_tf_keras_hub_layer_trains(option_exports):
     _, _, reference = option_exports
     passed = run_checks("tf_keras", reference)

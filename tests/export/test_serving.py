@@ -15,6 +15,8 @@ from tests.export.conftest import backbone_inputs
 from tests.export.conftest import encoder_inputs
 from tests.export.conftest import in_memory_packed
 
+pytestmark = pytest.mark.large
+
 
 def _classifier_logits(exports, *segments):
     packed = in_memory_packed(exports.classifier_preprocessor, *segments)
@@ -106,7 +108,6 @@ SAVED_MODEL_CLI = (
 )
 
 
-@pytest.mark.large
 def test_saved_model_cli_runs_the_signature(exports):
     """TF Serving's contract: `saved_model_cli` sees and runs it."""
     show = subprocess.run(

@@ -489,6 +489,7 @@ BASE = dict(
 )
 
 
+@pytest.mark.large
 def test_parameter_count_deltas_at_bert_base_dims():
     def count(**options):
         model = tupe_tf.TupeBackbone(**BASE, **options)
