@@ -21,7 +21,6 @@ import os
 
 from data_pipeline.default_data import DEFAULT_VOCAB_SIZE
 from tupe_tf.utils import fileio
-from tupe_tf.utils.errors import UserError
 
 
 @dataclasses.dataclass
@@ -143,7 +142,9 @@ def prepare_study_data(
     }
     marker = os.path.join(work_dir, "study_data.json")
     if os.path.isfile(marker):
-        saved = _read_marker(marker)
+        saved = fileio.read_json(
+            marker, "delete it and the study's data are built again."
+        )
         if saved.get("settings") == settings:
             return _from_marker(saved)
     os.makedirs(work_dir, exist_ok=True)
@@ -196,17 +197,6 @@ def prepare_study_data(
     }
     _write_text(marker, json.dumps(saved, indent=2))
     return _from_marker(saved)
-
-
-def _read_marker(marker):
-    try:
-        with open(marker, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as error:
-        raise UserError(
-            f"--work_dir: {marker} cannot be read ({error}); delete it and "
-            "the study's data are built again."
-        ) from error
 
 
 def _from_marker(saved):

@@ -30,14 +30,11 @@ def write_json(path, obj):
 
 def read_json(path):
     """A record of the study, or `UserError` naming the damaged file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as error:
-        raise UserError(
-            f"{path} cannot be read ({error}): restore it from where the "
-            "study's results are kept, or move it aside to run it again."
-        ) from error
+    return fileio.read_json(
+        path,
+        "restore it from where the study's results are kept, or move it "
+        "aside to run it again.",
+    )
 
 
 def check_study_settings(config):

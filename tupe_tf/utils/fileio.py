@@ -180,6 +180,21 @@ def write_json_atomically(path, obj, indent=2, sort_keys=False, default=None):
     write_text_atomically(path, text + "\n")
 
 
+def read_json(path, advice):
+    """The JSON document in `path`, or a `UserError` naming the file.
+
+    Args:
+        path: the file.
+        advice: what the user can do about a damaged or unreadable file,
+            ending the message.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path} cannot be read ({error}): {advice}") from error
+
+
 @contextlib.contextmanager
 def atomic_directory(path, overwrite=False, what="Directory"):
     """Yields a temporary directory that becomes `path` on success.
