@@ -16,6 +16,7 @@ import dataclasses
 import shlex
 
 from data_pipeline import corpus
+from tupe_tf.utils.config_flags import at_least
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 
@@ -49,7 +50,7 @@ class BeamSettings:
 
     runner: str = setting("", help=RUNNER_HELP)
     num_partitions: int = setting(
-        DEFAULT_NUM_PARTITIONS, help=NUM_PARTITIONS_HELP
+        DEFAULT_NUM_PARTITIONS, help=NUM_PARTITIONS_HELP, valid=at_least(1)
     )
     beam_options: str = setting("", help=BEAM_OPTIONS_HELP)
 

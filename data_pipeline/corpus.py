@@ -10,6 +10,8 @@ import re
 import zlib
 
 from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import between
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 
@@ -55,16 +57,24 @@ class TextInputSettings:
         f"first {EARLY_CHECK_LINES} non-blank lines and at its end; "
         "accepted lines have those bytes replaced with U+FFFD); 1 accepts "
         "any file.",
+        valid=between(0, 1),
     )
 
     def check_text_input_settings(self):
-        """Raises `UserError` naming the bad field."""
+        """Raises `UserError` naming the bad field (its declared range:
+        `config_flags.check_ranges`)."""
         fraction = self.max_invalid_line_fraction
-        if not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+        if not isinstance(fraction, (int, float)):
             raise UserError(
-                f"max_invalid_line_fraction: must be in [0, 1] (got "
+                f"max_invalid_line_fraction: must be a number (got "
                 f"{fraction!r})."
             )
+        check_ranges(
+            TextInputSettings(
+                allow_nul_bytes=self.allow_nul_bytes,
+                max_invalid_line_fraction=fraction,
+            )
+        )
 
 
 @dataclasses.dataclass

@@ -9,6 +9,9 @@ from typing import Optional
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import between
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -34,8 +37,17 @@ def _open_file_limit():
     return limit if limit > 0 else None
 
 
-def _is_int_at_least(value, low):
-    return isinstance(value, int) and value >= low
+# The settings that must be ints, and those that must be numbers.
+_INT_FIELDS = (
+    "max_seq_length",
+    "num_shards",
+    "seed",
+    "dupe_factor",
+    "max_predictions_per_seq",
+    "line_batch_size",
+    "num_partitions",
+)
+_NUMBER_FIELDS = ("mask_rate", "max_unk_fraction")
 
 
 @refuses_unknown_fields
@@ -66,15 +78,18 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     )
     max_seq_length: int = setting(
         128,
-        help="Longest sequence, [CLS] and [SEP] included (8 to "
-        f"{MAX_SEQ_LENGTH}).",
+        help="Longest sequence, [CLS] and [SEP] included.",
+        valid=between(8, MAX_SEQ_LENGTH),
     )
     num_shards: int = setting(
-        8, help="Number of TFRecord files; examples go round-robin."
+        8,
+        help="Number of TFRecord files; examples go round-robin.",
+        valid=at_least(1),
     )
     seed: int = setting(
         12345,
         help="Seed of static masking (packing itself is deterministic).",
+        valid=at_least(0),
     )
     static_masking: bool = setting(
         False,
@@ -82,13 +97,19 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         "of input_word_ids for dynamic masking.",
     )
     dupe_factor: int = setting(
-        1, help="With --static_masking: masked copies per sequence."
+        1,
+        help="With --static_masking: masked copies per sequence.",
+        valid=at_least(1),
     )
     max_predictions_per_seq: int = setting(
-        20, help="With --static_masking: masked positions."
+        20,
+        help="With --static_masking: masked positions.",
+        valid=at_least(1),
     )
     mask_rate: float = setting(
-        0.15, help="With --static_masking: masked fraction."
+        0.15,
+        help="With --static_masking: masked fraction.",
+        valid=between(0, 1, low_open=True, high_open=True),
     )
     lowercase: bool = setting(
         False, help="Lowercase and strip accents (match the vocabulary)."
@@ -104,9 +125,10 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         help="Refuse the corpus, writing nothing, when more than this share "
         "of its tokens are [UNK] (a vocabulary or --lowercase that does not "
         "match the text, another language, binary input); 1 accepts any.",
+        valid=between(0, 1),
     )
     line_batch_size: int = setting(
-        1024, help="Lines per tokenizer call.", flag=False
+        1024, help="Lines per tokenizer call.", flag=False, valid=at_least(1)
     )
     num_parallel_calls: Optional[int] = setting(
         None, help="Tokenizer parallelism (None: one per core).", flag=False
@@ -117,51 +139,47 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
 
     def validate(self):
         """Raises `UserError` naming the first bad field."""
-        self._check_paths_and_lengths()
+        self._check_types()
+        check_ranges(self)
+        if self.line_batch_size < 1:  # No flag, so not in check_ranges.
+            self._refuse("line_batch_size", "must be >= 1")
+        self._check_paths()
         self._check_num_shards()
-        if not isinstance(self.max_unk_fraction, (int, float)) or not (
-            0 <= self.max_unk_fraction <= 1
-        ):
-            self._refuse("max_unk_fraction", "must be in [0, 1]")
-        self.check_text_input_settings()
         self._check_static_masking()
         if self._compression_key() not in _COMPRESSIONS:
             self._refuse("compression", "must be empty, 'none' or 'gzip'")
-        if not _is_int_at_least(self.line_batch_size, 1):
-            self._refuse("line_batch_size", "must be an int >= 1")
-        if not isinstance(self.num_partitions, int) or not (
-            1 <= self.num_partitions
-            and (not self.runner or self.num_partitions <= self.num_shards)
-        ):
+        if self.runner and self.num_partitions > self.num_shards:
             self._refuse(
                 "num_partitions",
-                "must be an int >= 1, and <= num_shards with a runner (each "
-                "partition writes its own shards)",
+                "must be <= num_shards with a runner (each partition writes "
+                "its own shards)",
             )
 
     def _refuse(self, field, message):
         raise UserError(f"{field}: {message} (got {getattr(self, field)!r}).")
 
-    def _check_paths_and_lengths(self):
+    def _check_types(self):
+        """Refuses a numeric setting of the wrong type (library callers)."""
+        for field in _INT_FIELDS:
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                self._refuse(field, "must be an int")
+        for field in _NUMBER_FIELDS:
+            if not isinstance(getattr(self, field), (int, float)):
+                self._refuse(field, "must be a number")
+        self.check_text_input_settings()
+
+    def _check_paths(self):
         if not self.vocab_file:
             self._refuse("vocab_file", "a vocabulary file is required")
         if not self.output_dir:
             self._refuse("output_dir", "an output directory is required")
-        if not isinstance(self.max_seq_length, int) or not (
-            8 <= self.max_seq_length <= MAX_SEQ_LENGTH
-        ):
-            self._refuse(
-                "max_seq_length", f"must be an int in [8, {MAX_SEQ_LENGTH}]"
-            )
 
     def _check_num_shards(self):
-        """At least one shard, and no more open at once than the process
-        may open files."""
-        if not _is_int_at_least(self.num_shards, 1):
-            self._refuse("num_shards", "must be an int >= 1")
+        """No more shards open at once than the process may open files."""
         open_at_once = self.num_shards
-        if self.runner and isinstance(self.num_partitions, int):
-            open_at_once = -(-self.num_shards // max(1, self.num_partitions))
+        if self.runner:
+            open_at_once = -(-self.num_shards // self.num_partitions)
         limit = _open_file_limit()
         if limit is not None and open_at_once + _SPARE_FILE_DESCRIPTORS > limit:
             self._refuse(
@@ -172,22 +190,17 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
             )
 
     def _check_static_masking(self):
-        if not _is_int_at_least(self.dupe_factor, 1):
-            self._refuse("dupe_factor", "must be an int >= 1")
         if self.dupe_factor > 1 and not self.static_masking:
             self._refuse(
                 "dupe_factor",
                 "only applies with --static_masking (dynamic masking "
                 "draws new masks every epoch)",
             )
-        if not 0.0 < self.mask_rate < 1.0:
-            self._refuse("mask_rate", "must be in (0, 1)")
-        if self.static_masking and not (
-            1 <= self.max_predictions_per_seq <= self.max_seq_length
+        if (
+            self.static_masking
+            and self.max_predictions_per_seq > self.max_seq_length
         ):
-            self._refuse(
-                "max_predictions_per_seq", "must be in [1, max_seq_length]"
-            )
+            self._refuse("max_predictions_per_seq", "must be <= max_seq_length")
 
     def _compression_key(self):
         if isinstance(self.compression, str):

@@ -10,6 +10,8 @@ from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import wordpiece_learner
 from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -237,6 +239,10 @@ def check_output_file(output_file):
         )
 
 
+# `VocabConfig`'s settings that must be ints.
+_INT_FIELDS = ("vocab_size", "num_iterations", "max_words", "num_partitions")
+
+
 @refuses_unknown_fields
 @dataclasses.dataclass
 class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
@@ -251,7 +257,9 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         flag="input",
     )
     vocab_size: int = setting(
-        30522, help="Target vocabulary size (upper bound)."
+        30522,
+        help="Target vocabulary size (upper bound).",
+        valid=at_least(len(RESERVED_TOKENS) + 1),
     )
     output_file: str = setting(
         "", help="Vocabulary file to write.", flag="output", required=True
@@ -261,6 +269,7 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         4,
         help="--learner=tf_text only: WordPiece learning iterations "
         "(TF-Text `learn`).",
+        valid=at_least(1),
     )
     learner: str = setting(
         wordpiece_learner.DEFAULT_LEARNER,
@@ -270,19 +279,17 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     max_words: int = setting(
         wordpiece_learner.DEFAULT_MAX_WORDS,
         help=wordpiece_learner.MAX_WORDS_HELP,
+        valid=at_least(1),
     )
 
     def validate(self):
         """Raises `UserError` naming the bad field."""
-        check_vocab_size(self.vocab_size)
-        if self.max_words < 1:
-            raise UserError(f"max_words must be >= 1, got {self.max_words}.")
-        if self.num_iterations < 1:
-            raise UserError(
-                f"num_iterations must be >= 1, got {self.num_iterations}."
-            )
-        beam_common.check_num_partitions(self.num_partitions)
+        for field in _INT_FIELDS:
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UserError(f"{field} must be an int, got {value!r}.")
         self.check_text_input_settings()
+        check_ranges(self)
         check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
             raise UserError(

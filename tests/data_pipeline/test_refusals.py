@@ -266,7 +266,11 @@ def test_sniff_finds_empty_corpora_and_unreadable_files(tmp_path):
 @pytest.mark.parametrize(
     "field,value,match",
     [
-        ("max_seq_length", 0, r"max_seq_length: must be an int in \[8, 8192\]"),
+        (
+            "max_seq_length",
+            0,
+            r"--max_seq_length=0 is out of range: it must be in \[8, 8192\]",
+        ),
         ("max_seq_length", 1, "max_seq_length"),
         ("max_seq_length", 8193, "max_seq_length"),
         ("num_shards", 10**7, "ulimit"),

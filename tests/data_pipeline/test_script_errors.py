@@ -162,15 +162,16 @@ EARLY_SHARD_CASES = {
     ),
     "max_seq_length 0": (
         {"max_seq_length": "0"},
-        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 0).",
+        "ERROR: --max_seq_length=0 is out of range: it must be in [8, 8192].",
     ),
     "max_seq_length 1": (
         {"max_seq_length": "1"},
-        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 1).",
+        "ERROR: --max_seq_length=1 is out of range: it must be in [8, 8192].",
     ),
     "max_seq_length too large": (
         {"max_seq_length": "100000"},
-        "ERROR: --max_seq_length: must be an int in [8, 8192] (got 100000).",
+        "ERROR: --max_seq_length=100000 is out of range: it must be in "
+        "[8, 8192].",
     ),
     "max_seq_length not a number": (
         {"max_seq_length": "long"},
@@ -191,7 +192,7 @@ EARLY_SHARD_CASES = {
     ),
     "bad fraction": (
         {"max_unk_fraction": "2"},
-        "ERROR: --max_unk_fraction: must be in [0, 1] (got 2.0).",
+        "ERROR: --max_unk_fraction=2 is out of range: it must be in [0, 1].",
     ),
 }
 
@@ -330,7 +331,7 @@ def test_existing_output_dir_needs_overwrite(tmp_path, files):
         (
             "vocab_size too small",
             {"vocab_size": "3"},
-            "ERROR: --vocab_size must be an int larger than the 5 reserved",
+            "ERROR: --vocab_size=3 is out of range: it must be >= 6.",
         ),
         (
             "vocab_size too small for the alphabet",

@@ -34,13 +34,13 @@ def test_bad_settings_and_files_are_user_errors(tmp_path, vocab_file):
             lambda: _shard_config(
                 tmp_path, vocab_file, num_shards=0
             ).validate(),
-            r"num_shards: must be an int >= 1 \(got 0\)\.",
+            r"--num_shards=0 is out of range: it must be >= 1\.",
         ),
         (
             lambda: vocab_lib.VocabConfig(
                 output_file=str(tmp_path / "v.txt"), vocab_size=3
             ).validate(),
-            "vocab_size must be an int larger than the 5 reserved tokens",
+            r"--vocab_size=3 is out of range: it must be >= 6\.",
         ),
         (
             lambda: manifest_lib.read_manifest(str(tmp_path)),
