@@ -37,19 +37,6 @@ def _open_file_limit():
     return limit if limit > 0 else None
 
 
-# The settings that must be ints, and those that must be numbers.
-_INT_FIELDS = (
-    "max_seq_length",
-    "num_shards",
-    "seed",
-    "dupe_factor",
-    "max_predictions_per_seq",
-    "line_batch_size",
-    "num_partitions",
-)
-_NUMBER_FIELDS = ("mask_rate", "max_unk_fraction")
-
-
 @refuses_unknown_fields
 @dataclasses.dataclass
 class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
@@ -139,10 +126,7 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
 
     def validate(self):
         """Raises `UserError` naming the first bad field."""
-        self._check_types()
         check_ranges(self)
-        if self.line_batch_size < 1:  # No flag, so not in check_ranges.
-            self._refuse("line_batch_size", "must be >= 1")
         self._check_paths()
         self._check_num_shards()
         self._check_static_masking()
@@ -157,17 +141,6 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
 
     def _refuse(self, field, message):
         raise UserError(f"{field}: {message} (got {getattr(self, field)!r}).")
-
-    def _check_types(self):
-        """Refuses a numeric setting of the wrong type (library callers)."""
-        for field in _INT_FIELDS:
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int):
-                self._refuse(field, "must be an int")
-        for field in _NUMBER_FIELDS:
-            if not isinstance(getattr(self, field), (int, float)):
-                self._refuse(field, "must be a number")
-        self.check_text_input_settings()
 
     def _check_paths(self):
         if not self.vocab_file:

@@ -239,10 +239,6 @@ def check_output_file(output_file):
         )
 
 
-# `VocabConfig`'s settings that must be ints.
-_INT_FIELDS = ("vocab_size", "num_iterations", "max_words", "num_partitions")
-
-
 @refuses_unknown_fields
 @dataclasses.dataclass
 class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
@@ -284,11 +280,6 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
 
     def validate(self):
         """Raises `UserError` naming the bad field."""
-        for field in _INT_FIELDS:
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise UserError(f"{field} must be an int, got {value!r}.")
-        self.check_text_input_settings()
         check_ranges(self)
         check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:

@@ -211,3 +211,28 @@ def test_values_inside_their_ranges_and_unset_optionals_pass():
     assert config_flags.config_from_flags(Ranged, values) == Ranged(
         rate=0.5, ratio=0.0, steps=None, seeds=[3]
     )
+
+
+@dataclasses.dataclass
+class LibraryOnly:
+    batch: int = setting(
+        8, help="Batch.", flag=False, valid=config_flags.at_least(1)
+    )
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (Ranged(steps="3"), "--steps='3' is not an int: it must be >= 1."),
+        (Ranged(steps=True), "--steps=True is not an int: it must be >= 1."),
+        (Ranged(rate="x"), "--rate='x' is not a number: it must be > 0."),
+        (LibraryOnly(batch=0), "batch=0 is out of range: it must be >= 1."),
+    ],
+)
+def test_library_built_configs_are_checked_for_type_and_range(config, message):
+    from tupe_tf.utils.errors import UserError
+
+    with pytest.raises(UserError) as error:
+        config_flags.check_ranges(config)
+    assert str(error.value) == message
+    assert config_flags.check_ranges(Ranged(rate=2, steps=4)) is None

@@ -269,25 +269,45 @@ def _help_with_range(help_text, valid):
 
 
 def check_ranges(config):
-    """Refuses a setting of `config` (nested configs included) whose value
-    is outside its declared range; a config's `validate` calls it too, so
-    that library callers get the same refusal as the flags.
+    """Refuses a numeric setting of `config` (nested configs included) that
+    is not a number of its type or lies outside its declared range; a
+    config's `validate` calls it too, so that library callers get the same
+    refusal as the flags.
 
     Raises:
-        UserError: `--name=value is out of range: it must be <range>.`
+        UserError: `--name=value is out of range: it must be <range>.` (a
+            setting without a flag is named without the dashes), or
+            `--name=value is not an int` (or `a number`).
     """
-    for spec in flag_specs(type(config)):
-        value = config
-        for name in spec.path:
-            value = getattr(value, name)
-        if spec.valid is None or value is None:
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if dataclasses.is_dataclass(value):
+            check_ranges(value)
             continue
-        for element in value if spec.kind == "list" else [value]:
-            if element not in spec.valid:
-                raise UserError(
-                    f"--{spec.name}={_number(element)} is out of range: it "
-                    f"must be {spec.valid}."
-                )
+        valid = field.metadata.get("valid")
+        if valid is None or value is None:
+            continue
+        flag = field.metadata.get("flag")
+        name = field.name if flag is False else f"--{flag or field.name}"
+        annotation = _unwrap_optional(hints[field.name])
+        integral = int in (annotation, _list_element_type(annotation))
+        elements = value if isinstance(value, (list, tuple)) else [value]
+        for element in elements:
+            _check_number(name, element, valid, integral)
+
+
+def _check_number(name, value, valid, integral):
+    kind = (int,) if integral else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise UserError(
+            f"{name}={value!r} is not {'an int' if integral else 'a number'}: "
+            f"it must be {valid}."
+        )
+    if value not in valid:
+        raise UserError(
+            f"{name}={_number(value)} is out of range: it must be {valid}."
+        )
 
 
 class _TypedListParser(flags.ListParser):
