@@ -15,6 +15,7 @@ from data_pipeline import manifest as manifest_lib
 from data_pipeline import shard_verification
 from data_pipeline import shards
 from data_pipeline import vocab as vocab_lib
+from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -59,12 +60,21 @@ def _existing_shards_match(shard_dir, vocab_file, seq_length):
     return True
 
 
+def _learn_vocabulary(vocab_size, vocab_file):
+    logging.info("Building a %d-token vocabulary in %s", vocab_size, vocab_file)
+    print(
+        f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}"
+    )
+    vocab_lib.build_vocabulary(None, vocab_size, vocab_file, lowercase=True)
+
+
 def prepare_default_data(
     work_dir,
     seq_length=128,
     vocab_size=DEFAULT_VOCAB_SIZE,
     num_shards=DEFAULT_NUM_SHARDS,
     seed=12345,
+    vocab_file=None,
 ):
     """Builds (or reuses) a vocabulary and shards from the embedded corpus.
 
@@ -74,6 +84,10 @@ def prepare_default_data(
         vocab_size: WordPiece vocabulary size (an upper bound).
         num_shards: shard files; the last one is held out for evaluation.
         seed: shard-building seed.
+        vocab_file: the user's (uncased) vocabulary to build the shards
+            with instead of learning one; checked like any vocabulary (its
+            special tokens, and the corpus' `[UNK]` share when the shards
+            are built). Its shards go to `shards_<seq_length>_<its hash>/`.
 
     Returns:
         A `DefaultData`.
@@ -87,16 +101,15 @@ def prepare_default_data(
     if num_shards < 2:
         raise UserError("num_shards must be >= 2 (one shard is held out).")
     os.makedirs(work_dir, exist_ok=True)
-    vocab_file = os.path.join(work_dir, "vocab.txt")
-    shard_dir = os.path.join(work_dir, f"shards_{seq_length}")
-    if not os.path.isfile(vocab_file):
-        logging.info(
-            "Building a %d-token vocabulary in %s", vocab_size, vocab_file
-        )
-        print(
-            f"Building the vocabulary from the embedded Wikipedia sample: {vocab_file}"
-        )
-        vocab_lib.build_vocabulary(None, vocab_size, vocab_file, lowercase=True)
+    if vocab_file is None:
+        vocab_file = os.path.join(work_dir, "vocab.txt")
+        shard_dir = os.path.join(work_dir, f"shards_{seq_length}")
+        if not os.path.isfile(vocab_file):
+            _learn_vocabulary(vocab_size, vocab_file)
+    else:
+        vocab_lib.load_vocabulary(vocab_file)
+        digest = fileio.file_sha256(vocab_file)[:12]
+        shard_dir = os.path.join(work_dir, f"shards_{seq_length}_{digest}")
     if not _existing_shards_match(shard_dir, vocab_file, seq_length):
         print(
             f"Building {num_shards} shards of length {seq_length}: {shard_dir}"

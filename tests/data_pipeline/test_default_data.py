@@ -57,3 +57,42 @@ def test_reuses_matching_data(tmp_path, fake_builders, monkeypatch):
 def test_refuses_a_single_shard(tmp_path):
     with pytest.raises(ValueError, match="num_shards must be >= 2"):
         default_data.prepare_default_data(str(tmp_path), num_shards=1)
+
+
+def write_vocabulary(path, words):
+    path.write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n"
+    )
+    return str(path)
+
+
+def test_a_given_vocabulary_is_used_not_learned(tmp_path, fake_builders):
+    vocab_file = write_vocabulary(tmp_path / "mine.txt", ["the", "a"])
+    data = default_data.prepare_default_data(
+        str(tmp_path / "work"),
+        seq_length=32,
+        num_shards=2,
+        vocab_file=vocab_file,
+    )
+    assert fake_builders == [("shards", 2, 32)]  # no vocabulary learned
+    assert data.vocab_file == vocab_file
+    assert not os.path.exists(tmp_path / "work" / "vocab.txt")
+    # Its shards live apart from those of the learned vocabulary.
+    assert os.path.basename(data.shard_dir).startswith("shards_32_")
+    other = write_vocabulary(tmp_path / "other.txt", ["the", "b"])
+    again = default_data.prepare_default_data(
+        str(tmp_path / "work"), seq_length=32, num_shards=2, vocab_file=other
+    )
+    assert again.shard_dir != data.shard_dir
+
+
+def test_a_given_vocabulary_without_special_tokens_is_refused(
+    tmp_path, fake_builders
+):
+    path = tmp_path / "bad.txt"
+    path.write_text("the\na\n")
+    with pytest.raises(ValueError, match=r"\[PAD\]"):
+        default_data.prepare_default_data(
+            str(tmp_path / "work"), num_shards=2, vocab_file=str(path)
+        )
+    assert fake_builders == []

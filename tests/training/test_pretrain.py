@@ -176,7 +176,9 @@ def test_missing_shards_and_bad_eval_interval_are_refused(
     ):
         run_pretraining(config)
     config = pretrain_config(tmp_path / "m", shards, vocab_file, eval_every=-1)
-    with pytest.raises(UserError, match=r"--eval_every=-1 must be >= 0"):
+    with pytest.raises(
+        UserError, match=r"--eval_every=-1 is out of range: it must be >= 0"
+    ):
         run_pretraining(config)
 
 
@@ -275,8 +277,8 @@ def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
 
     calls = []
 
-    def fake_prepare(work_dir, seq_length):
-        calls.append((work_dir, seq_length))
+    def fake_prepare(work_dir, seq_length, vocab_file=None):
+        calls.append((work_dir, seq_length, vocab_file))
         return default_data.DefaultData(
             vocab_file="v.txt",
             shard_dir="d",
@@ -287,7 +289,7 @@ def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
     monkeypatch.setattr(default_data, "prepare_default_data", fake_prepare)
     given = config_lib.PretrainConfig(work_dir=str(tmp_path), seq_length=64)
     resolved = pretrain_data.resolve_default_data(given)
-    assert calls == [(str(tmp_path), 64)]
+    assert calls == [(str(tmp_path), 64, None)]
     assert (resolved.train_files, resolved.eval_files) == (
         ["d/0", "d/1"],
         ["d/2"],
@@ -297,6 +299,14 @@ def test_resolve_default_data_fills_only_missing_shards(monkeypatch, tmp_path):
     named = config_lib.PretrainConfig(train_files=["x"], vocab_file="v")
     assert pretrain_data.resolve_default_data(named) is named
     assert len(calls) == 1
+    # A --vocab_file without --train_files tokenizes the default shards.
+    mine = tmp_path / "mine.txt"
+    mine.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
+    with_vocab = config_lib.PretrainConfig(
+        work_dir=str(tmp_path), seq_length=64, vocab_file=str(mine)
+    )
+    pretrain_data.resolve_default_data(with_vocab)
+    assert calls[-1] == (str(tmp_path), 64, str(mine))
 
 
 @pytest.mark.parametrize(

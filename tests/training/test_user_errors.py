@@ -477,3 +477,41 @@ def test_visualize_and_compare_refusals_are_one_error_line(
         ],
     )
     assert_refused(run, "--variants has unknown names ['tupe-rr']")
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (
+            dict(model=dict(max_sequence_length=64)),
+            r"--seq_length=128 is above the model's max_sequence_length=64",
+        ),
+        (
+            dict(optimizer=dict(learning_rate=-1.0)),
+            r"--learning_rate=-1 is out of range: it must be > 0\.",
+        ),
+        (
+            dict(eval_files=["held_out*.tfrecord"]),
+            r"--eval_files needs --train_files",
+        ),
+    ],
+)
+def test_flag_only_refusals_come_before_the_default_data_is_built(
+    tmp_path, settings, message
+):
+    from tupe_tf.training import config as config_lib
+
+    nested = {
+        "model": config_lib.ModelConfig,
+        "optimizer": config_lib.OptimizerConfig,
+    }
+    settings = {
+        key: nested[key](**value) if key in nested else value
+        for key, value in settings.items()
+    }
+    work_dir = tmp_path / "work"
+    config = config_lib.PretrainConfig(work_dir=str(work_dir), **settings)
+    with pytest.raises(UserError, match=message):
+        pretrain.prepare_run(config)
+    built = os.listdir(work_dir) if work_dir.exists() else []
+    assert [name for name in built if name != "model"] == []

@@ -24,56 +24,6 @@ CONFIGS = (
     VisualizeConfig,
 )
 
-# Numeric flags of the training configurations that do not declare a range
-# yet. Pending: each entry goes once its setting declares `valid=`; the list
-# is to end empty. A numeric flag missing here and without a range fails.
-PENDING_TRAINING_FLAGS = {
-    PretrainConfig: {
-        "seq_length",
-        "max_predictions_per_seq",
-        "mask_rate",
-        "global_batch_size",
-        "num_train_steps",
-        "save_every",
-        "eval_every",
-        "eval_steps",
-        "log_every",
-        "keep_checkpoints",
-        "seed",
-        "shuffle_buffer",
-        "verbose",
-        "num_layers",
-        "num_heads",
-        "hidden_dim",
-        "intermediate_dim",
-        "learning_rate",
-        "warmup_steps",
-        "warmup_ratio",
-        "weight_decay",
-        "beta_1",
-        "beta_2",
-        "epsilon",
-        "clipnorm",
-        "num_cpu_devices",
-        "steps_per_execution",
-    },
-    GlueConfig: {
-        "seq_length",
-        "learning_rates",
-        "seeds",
-        "batch_size",
-        "num_epochs",
-        "warmup_ratio",
-        "weight_decay",
-        "dropout",
-        "max_train_examples",
-        "max_eval_examples",
-        "verbose",
-        "num_cpu_devices",
-        "steps_per_execution",
-    },
-}
-
 
 def _number_type(spec):
     """`int` or `float` for a numeric flag (a list of them too), else
@@ -184,12 +134,7 @@ def test_every_numeric_flag_declares_a_range(config_cls):
         for spec in config_flags.flag_specs(config_cls)
         if _number_type(spec) is not None and spec.valid is None
     }
-    pending = PENDING_TRAINING_FLAGS.get(config_cls, set())
-    assert unranged <= pending, (
-        f"{config_cls.__name__}: numeric flag(s) {sorted(unranged - pending)} "
-        "declare no range: add valid=... to their setting."
-    )
-    assert pending <= unranged, (
-        f"{config_cls.__name__}: {sorted(pending - unranged)} now declare a "
-        "range (or are gone): remove them from PENDING_TRAINING_FLAGS."
+    assert not unranged, (
+        f"{config_cls.__name__}: numeric flag(s) {sorted(unranged)} declare "
+        "no range: add valid=... to their setting."
     )

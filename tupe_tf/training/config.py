@@ -13,6 +13,10 @@ from typing import Sequence
 
 from data_pipeline import glue
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import between
+from tupe_tf.utils.config_flags import check_ranges
+from tupe_tf.utils.config_flags import greater_than
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -94,7 +98,7 @@ _MODEL_DIM_FIELDS = [
         ),
     ),
 ] + [
-    (dim, Optional[int], setting(None, help=_DIMS_HELP))
+    (dim, Optional[int], setting(None, help=_DIMS_HELP, valid=at_least(1)))
     for dim in MODEL_SIZES["tiny"]
 ]
 
@@ -137,6 +141,7 @@ class _ModelConfigMethods:
         return dims
 
     def validate(self):
+        check_ranges(self)
         self.dims()
         for option in self.backbone_options:
             value = getattr(self, option.name)
@@ -206,21 +211,34 @@ class OptimizerConfig:
         f"up to hidden size {SMALL_PRETRAIN_HIDDEN_DIM}, i.e. tiny, measured "
         f"in docs/results.md; {PAPER_PRETRAIN_LEARNING_RATE:g} above, the "
         "paper's).",
+        valid=greater_than(0),
     )
     warmup_steps: Optional[int] = setting(
-        None, help="Linear warm-up steps (overrides --warmup_ratio)."
+        None,
+        help="Linear warm-up steps (overrides --warmup_ratio).",
+        valid=at_least(0),
     )
     warmup_ratio: float = setting(
-        0.01, help="Warm-up as a fraction of --num_train_steps."
+        0.01,
+        help="Warm-up as a fraction of --num_train_steps.",
+        valid=between(0, 1, high_open=True),
     )
     weight_decay: float = setting(
-        0.01, help="AdamW weight decay (not on LayerNorm/biases)."
+        0.01,
+        help="AdamW weight decay (not on LayerNorm/biases).",
+        valid=at_least(0),
     )
-    beta_1: float = setting(0.9, help="Adam beta_1.")
-    beta_2: float = setting(0.999, help="Adam beta_2.")
-    epsilon: float = setting(1e-6, help="Adam epsilon.")
+    beta_1: float = setting(
+        0.9, help="Adam beta_1.", valid=between(0, 1, high_open=True)
+    )
+    beta_2: float = setting(
+        0.999, help="Adam beta_2.", valid=between(0, 1, high_open=True)
+    )
+    epsilon: float = setting(1e-6, help="Adam epsilon.", valid=greater_than(0))
     clipnorm: Optional[float] = setting(
-        1.0, help="Global gradient-norm clip (0 or None disables it)."
+        1.0,
+        help="Global gradient-norm clip (0 or None disables it).",
+        valid=at_least(0),
     )
 
     def __post_init__(self):
@@ -228,16 +246,11 @@ class OptimizerConfig:
             self.clipnorm = None
 
     def resolve_warmup_steps(self, num_train_steps):
+        """Warm-up steps: `warmup_steps` (at most `num_train_steps`), else
+        `warmup_ratio` of them."""
+        check_ranges(self)
         if self.warmup_steps is not None:
-            if self.warmup_steps < 0:
-                raise UserError(
-                    f"--warmup_steps={self.warmup_steps} is negative."
-                )
             return min(int(self.warmup_steps), int(num_train_steps))
-        if not 0.0 <= self.warmup_ratio <= 1.0:
-            raise UserError(
-                f"--warmup_ratio={self.warmup_ratio} is not in [0, 1]."
-            )
         return int(round(self.warmup_ratio * num_train_steps))
 
 
@@ -258,6 +271,7 @@ class RuntimeConfig:
         None,
         help="Logical CPU devices for --strategy=mirrored without GPUs "
         "(set before TensorFlow starts).",
+        valid=at_least(1),
     )
     mixed_precision: str = setting(
         "float32",
@@ -267,10 +281,11 @@ class RuntimeConfig:
     )
     jit_compile: bool = setting(False, help="XLA-compile the train step.")
     steps_per_execution: int = setting(
-        1, help="Train steps per tf.function call."
+        1, help="Train steps per tf.function call.", valid=at_least(1)
     )
 
     def validate(self):
+        check_ranges(self)
         if self.strategy not in STRATEGIES:
             raise UserError(
                 f"--strategy={self.strategy!r} is not one of {list(STRATEGIES)}."
@@ -279,10 +294,6 @@ class RuntimeConfig:
             raise UserError(
                 f"--mixed_precision={self.mixed_precision!r} is not one of "
                 f"{list(MIXED_PRECISION_POLICIES)}."
-            )
-        if self.steps_per_execution < 1:
-            raise UserError(
-                f"--steps_per_execution={self.steps_per_execution} must be >= 1."
             )
         if self.steps_per_execution > 1 and self.strategy in (
             "mirrored",
@@ -320,46 +331,73 @@ class PretrainConfig:
     )
     eval_files: Sequence[str] = setting((), help="Evaluation shard patterns.")
     vocab_file: Optional[str] = setting(
-        None, help="Vocabulary the shards were built with."
+        None,
+        help="Vocabulary the shards were built with; without --train_files, "
+        "the one the default shards are built with (uncased; otherwise a "
+        "vocabulary is learned under --work_dir).",
     )
     work_dir: str = setting(
         "./runs/default", help="Where default data (and model_dir) go."
     )
-    seq_length: int = setting(128, help="Sequence length of the shards.")
-    max_predictions_per_seq: Optional[int] = setting(
-        None, help="Masked positions per sequence."
+    seq_length: int = setting(
+        128, help="Sequence length of the shards.", valid=at_least(3)
     )
-    mask_rate: float = setting(0.15, help="Fraction of tokens masked.")
+    max_predictions_per_seq: Optional[int] = setting(
+        None, help="Masked positions per sequence.", valid=at_least(1)
+    )
+    mask_rate: float = setting(
+        0.15,
+        help="Fraction of tokens masked.",
+        valid=between(0, 1, low_open=True, high_open=True),
+    )
     global_batch_size: int = setting(
-        32, help="Examples per step summed over all replicas."
+        32,
+        help="Examples per step summed over all replicas.",
+        valid=at_least(1),
     )
     num_train_steps: int = setting(
-        2000, help="Optimizer steps in total (resumed ones included)."
+        2000,
+        help="Optimizer steps in total (resumed ones included).",
+        valid=at_least(1),
     )
     save_every: int = setting(
-        200, help="Checkpoint interval in steps (also the Keras epoch)."
+        200,
+        help="Checkpoint interval in steps (also the Keras epoch).",
+        valid=at_least(1),
     )
     eval_every: int = setting(
         1000,
         help="Evaluation interval in steps, rounded up to a multiple of "
         "--save_every (0: end only).",
+        valid=at_least(0),
     )
-    eval_steps: int = setting(20, help="Batches per evaluation.")
-    log_every: int = setting(20, help="TensorBoard interval in steps.")
-    keep_checkpoints: int = setting(3, help="Checkpoints kept on disk.")
+    eval_steps: int = setting(
+        20, help="Batches per evaluation.", valid=at_least(1)
+    )
+    log_every: int = setting(
+        20, help="TensorBoard interval in steps.", valid=at_least(1)
+    )
+    keep_checkpoints: int = setting(
+        3, help="Checkpoints kept on disk.", valid=at_least(1)
+    )
     seed: int = setting(
         0,
         help="Data order, masking and initialisation seed (a resumed run "
         "skips ahead in the same order).",
+        valid=at_least(0),
     )
-    shuffle_buffer: int = setting(10000, help="Shuffle buffer in examples.")
+    shuffle_buffer: int = setting(
+        10000, help="Shuffle buffer in examples.", valid=at_least(1)
+    )
     skip_bad_shards: bool = setting(
         False,
         help="Train without the shards that fail their manifest check or "
         "turn out corrupted while read (logged), instead of stopping.",
     )
     verbose: int = setting(
-        1, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+        1,
+        help="Keras progress: 1 bar, 2 one line per epoch, 0 silent.",
+        valid=between(0, 2),
     )
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = dataclasses.field(
@@ -413,9 +451,13 @@ class GlueConfig:
     glue_dir: Optional[str] = setting(
         None, help="Official-layout GLUE TSV directory (default: TFDS)."
     )
-    tfds_data_dir: Optional[str] = setting(None, help="TFDS data directory.")
+    tfds_data_dir: Optional[str] = setting(
+        None, help="TFDS data directory (GLUE from TFDS, without --glue_dir)."
+    )
     seq_length: int = setting(
-        128, help="Tokens per example (sentence pairs included)."
+        128,
+        help="Tokens per example (sentence pairs included).",
+        valid=at_least(3),
     )
     learning_rates: Optional[Sequence[float]] = setting(
         None,
@@ -424,32 +466,44 @@ class GlueConfig:
         f"up to {SMALL_FINETUNE_HIDDEN_DIM} (tiny, mini, small), "
         f"{list(PAPER_FINETUNE_RECIPE['learning_rates'])} above, the paper's).",
         element_type=float,
+        valid=greater_than(0),
     )
     seeds: Sequence[int] = setting(
-        (0, 1, 2, 3, 4), help="Seeds per learning rate (median reported)."
+        (0, 1, 2, 3, 4),
+        help="Seeds per learning rate (median reported).",
+        valid=at_least(0),
     )
-    batch_size: int = setting(32, help="Batch size.")
+    batch_size: int = setting(32, help="Batch size.", valid=at_least(1))
     num_epochs: Optional[int] = setting(
         None,
         help="Epochs (default by the preset's hidden size: "
         f"{SMALL_FINETUNE_RECIPE['num_epochs']} up to "
         f"{SMALL_FINETUNE_HIDDEN_DIM}, {PAPER_FINETUNE_RECIPE['num_epochs']} "
         "above, the paper's).",
+        valid=at_least(1),
     )
     warmup_ratio: float = setting(
-        0.06, help="Warm-up fraction of the total steps."
+        0.06,
+        help="Warm-up fraction of the total steps.",
+        valid=between(0, 1, high_open=True),
     )
     weight_decay: float = setting(
-        0.01, help="AdamW weight decay (not on LayerNorm/biases)."
+        0.01,
+        help="AdamW weight decay (not on LayerNorm/biases).",
+        valid=at_least(0),
     )
-    dropout: float = setting(0.1, help="Classifier dropout.")
+    dropout: float = setting(
+        0.1, help="Classifier dropout.", valid=between(0, 1, high_open=True)
+    )
     max_train_examples: Optional[int] = setting(
-        None, help="Cap on training examples (quick runs)."
+        None, help="Cap on training examples (quick runs).", valid=at_least(1)
     )
     max_eval_examples: Optional[int] = setting(
-        None, help="Cap on dev examples (quick runs)."
+        None, help="Cap on dev examples (quick runs).", valid=at_least(1)
     )
     verbose: int = setting(
-        2, help="Keras progress: 1 bar, 2 one line per epoch, 0 silent."
+        2,
+        help="Keras progress: 1 bar, 2 one line per epoch, 0 silent.",
+        valid=between(0, 2),
     )
     runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)

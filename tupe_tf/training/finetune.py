@@ -23,6 +23,7 @@ from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
 
 
@@ -276,6 +277,12 @@ def validate_glue_config(config):
         task = glue.get_task(config.task)
     except ValueError as error:
         raise UserError(str(error)) from error
+    check_ranges(config)
+    if config.glue_dir and config.tfds_data_dir:
+        raise UserError(
+            "--tfds_data_dir is for GLUE from TFDS; with --glue_dir the TSV "
+            "files are read instead. Pass one of the two."
+        )
     config.runtime.validate()
     if not config.preset:
         raise UserError(
@@ -297,11 +304,6 @@ def validate_glue_config(config):
         )
     if not config.learning_rates or not config.seeds:
         raise UserError("--learning_rates and --seeds must not be empty.")
-    for flag in ("batch_size", "num_epochs"):
-        if getattr(config, flag) <= 0:
-            raise UserError(
-                f"--{flag}={getattr(config, flag)} must be positive."
-            )
     if config.glue_dir and not os.path.isdir(config.glue_dir):
         raise UserError(f"--glue_dir={config.glue_dir!r} is not a directory.")
     fileio.check_writable_dir(

@@ -31,6 +31,7 @@ from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.utils import fileio
+from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
 
 
@@ -49,17 +50,22 @@ class PretrainingResult:
     strategy: tf.distribute.Strategy
 
 
-def validate_config(config, strategy=None):
-    """Checks a `PretrainConfig` before anything is trained.
+def validate_settings(config, strategy=None):
+    """Checks what a `PretrainConfig`'s flags alone decide, before any data
+    is built: each setting's range and choices, the lengths, the warm-up,
+    the batch against the strategy's replicas, a writable `--model_dir`
+    (and `--work_dir` for the default data).
 
-    Raises `UserError` with the offending flag named. Also checks that
-    `--model_dir` is writable and the vocabulary and shards
-    (`pretrain_data.check_data`).
-
-    Args:
-        config: a `PretrainConfig` (with data files resolved).
-        strategy: if given, the global batch is checked against its replicas.
+    Raises:
+        UserError: naming the offending flag.
     """
+    check_ranges(config)
+    if config.eval_files and not config.train_files:
+        raise UserError(
+            "--eval_files needs --train_files: without --train_files the run "
+            "trains and evaluates on the embedded corpus's shards. Pass "
+            "--train_files too, or leave out --eval_files."
+        )
     config.model.validate()
     config.runtime.validate()
     if config.seq_length > config.model.max_sequence_length:
@@ -69,21 +75,27 @@ def validate_config(config, strategy=None):
             "(--max_sequence_length). Lower --seq_length or raise "
             "--max_sequence_length."
         )
-    for flag in ("num_train_steps", "save_every", "eval_steps", "log_every"):
-        if getattr(config, flag) <= 0:
-            raise UserError(
-                f"--{flag}={getattr(config, flag)} must be positive."
-            )
-    if config.eval_every < 0:
-        raise UserError(
-            f"--eval_every={config.eval_every} must be >= 0 (0: evaluate at "
-            "the end only)."
-        )
     config.optimizer.resolve_warmup_steps(config.num_train_steps)
-    fileio.check_writable_dir(config.model_dir, "--model_dir")
-    pretrain_data.check_data(config)
     if strategy is not None:
         distribution.per_replica_batch_size(config.global_batch_size, strategy)
+    if not config.train_files:
+        fileio.check_writable_dir(config.work_dir, "--work_dir")
+    fileio.check_writable_dir(config.model_dir, "--model_dir")
+
+
+def validate_config(config, strategy=None):
+    """`validate_settings`, then the vocabulary and shards
+    (`pretrain_data.check_data`); nothing is trained before both pass.
+
+    Args:
+        config: a `PretrainConfig` (with data files resolved).
+        strategy: if given, the global batch is checked against its replicas.
+
+    Raises:
+        UserError: naming the offending flag or file.
+    """
+    validate_settings(config, strategy)
+    pretrain_data.check_data(config)
 
 
 def _fit_segments(step, total, every):
@@ -146,8 +158,10 @@ def prepare_run(config):
         tpu=runtime.tpu,
         num_cpu_devices=runtime.num_cpu_devices,
     )
+    # Everything the flags alone decide is refused before data are built.
+    validate_settings(config, strategy)
     config = pretrain_data.resolve_default_data(config)
-    validate_config(config, strategy)
+    pretrain_data.check_data(config)
     config = pretrain_model.resolve_learning_rate(config)
     expand = pretrain_data.expand_patterns
     return PretrainingRun(

@@ -82,15 +82,20 @@ def resolve_default_data(config):
 
     Returns `config` itself when it names its shards, else a copy whose
     `train_files`, `eval_files` and `vocab_file` are the default data built
-    (or reused) under `config.work_dir`.
+    (or reused) under `config.work_dir`: with the shards tokenized by
+    `--vocab_file` when it is given, else with a vocabulary learned there.
     """
     if config.train_files:
         return config
     from data_pipeline import default_data
 
+    if config.vocab_file:
+        check_vocabulary_file(config.vocab_file)
     fileio.check_writable_dir(config.work_dir, "--work_dir")
     data = default_data.prepare_default_data(
-        config.work_dir, seq_length=config.seq_length
+        config.work_dir,
+        seq_length=config.seq_length,
+        vocab_file=config.vocab_file or None,
     )
     return dataclasses.replace(
         config,
