@@ -17,6 +17,7 @@ import shlex
 
 from data_pipeline import corpus
 from tupe_tf.utils.config_flags import at_least
+from tupe_tf.utils.config_flags import refuse_ignored
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 
@@ -53,6 +54,15 @@ class BeamSettings:
         DEFAULT_NUM_PARTITIONS, help=NUM_PARTITIONS_HELP, valid=at_least(1)
     )
     beam_options: str = setting("", help=BEAM_OPTIONS_HELP)
+
+    def refuse_unused_beam_settings(self):
+        """Refuses Beam settings given without `--runner` (unused)."""
+        refuse_ignored(
+            self,
+            ("num_partitions", "beam_options"),
+            bool(self.runner),
+            "with --runner (Apache Beam)",
+        )
 
 
 def import_beam():

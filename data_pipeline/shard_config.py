@@ -12,6 +12,7 @@ from data_pipeline import corpus
 from tupe_tf.utils.config_flags import at_least
 from tupe_tf.utils.config_flags import between
 from tupe_tf.utils.config_flags import check_ranges
+from tupe_tf.utils.config_flags import refuse_ignored
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -163,6 +164,13 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
             )
 
     def _check_static_masking(self):
+        refuse_ignored(
+            self,
+            ("max_predictions_per_seq", "mask_rate"),
+            self.static_masking,
+            "with --static_masking (dynamic masking is set in the reader)",
+        )
+        self.refuse_unused_beam_settings()
         if self.dupe_factor > 1 and not self.static_masking:
             self._refuse(
                 "dupe_factor",

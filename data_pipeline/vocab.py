@@ -12,6 +12,7 @@ from data_pipeline import wordpiece_learner
 from tupe_tf.utils import fileio
 from tupe_tf.utils.config_flags import at_least
 from tupe_tf.utils.config_flags import check_ranges
+from tupe_tf.utils.config_flags import refuse_ignored
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -281,6 +282,19 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     def validate(self):
         """Raises `UserError` naming the bad field."""
         check_ranges(self)
+        self.refuse_unused_beam_settings()
+        refuse_ignored(
+            self,
+            ("num_iterations",),
+            self.learner == wordpiece_learner.LEARNER_TF_TEXT,
+            "with --learner=tf_text",
+        )
+        refuse_ignored(
+            self,
+            ("max_words",),
+            self.learner == wordpiece_learner.LEARNER_TOKENIZERS,
+            "with --learner=tokenizers",
+        )
         check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
             raise UserError(

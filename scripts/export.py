@@ -31,6 +31,9 @@ from absl import logging  # noqa: E402
 import tupe_tf.export  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
+from tupe_tf.utils.config_flags import at_least  # noqa: E402
+from tupe_tf.utils.config_flags import check_ranges  # noqa: E402
+from tupe_tf.utils.config_flags import refuse_ignored  # noqa: E402
 from tupe_tf.utils.config_flags import setting  # noqa: E402
 from tupe_tf.utils.errors import UserError  # noqa: E402
 from tupe_tf.utils.fileio import check_writable_dir  # noqa: E402
@@ -56,6 +59,7 @@ class ExportSettings:
         128,
         help="Packed sequence length, and the length whose position bias is "
         "folded into a constant.",
+        valid=at_least(3),
     )
     text_fields: Optional[Sequence[str]] = setting(
         None,
@@ -70,8 +74,13 @@ class ExportSettings:
     )
 
     def validate(self):
-        if self.seq_length < 3:
-            raise ValueError("seq_length must be >= 3.")
+        check_ranges(self)
+        refuse_ignored(
+            self,
+            ("fold_positional_bias",),
+            self.format != "hub_preprocessor",
+            "to the encoder formats (serving, hub_encoder)",
+        )
         if self.text_fields is not None and not 1 <= len(self.text_fields) <= 2:
             raise ValueError("text_fields takes one or two names.")
         if self.text_fields and self.format != "serving":

@@ -236,3 +236,40 @@ def test_library_built_configs_are_checked_for_type_and_range(config, message):
         config_flags.check_ranges(config)
     assert str(error.value) == message
     assert config_flags.check_ranges(Ranged(rate=2, steps=4)) is None
+
+
+@dataclasses.dataclass
+class Masking:
+    static: bool = setting(False, help="Static masking.")
+    rate: float = setting(0.15, help="Masked fraction.")
+    fields: Sequence[str] = setting(("text",), help="Fields.")
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (Masking(rate=0.2), "--rate=0.2 only applies with --static"),
+        (Masking(fields=["a", "b"]), "--fields=a,b only applies with --static"),
+    ],
+)
+def test_a_setting_that_would_be_ignored_is_refused(config, message):
+    from tupe_tf.utils.errors import UserError
+
+    with pytest.raises(UserError, match=message):
+        config_flags.refuse_ignored(
+            config, ("rate", "fields"), config.static, "with --static"
+        )
+
+
+def test_defaults_or_a_holding_condition_are_not_refused():
+    names = ("rate", "fields")
+    config_flags.refuse_ignored(Masking(), names, False, "with --static")
+    config_flags.refuse_ignored(
+        Masking(static=True, rate=0.3), names, True, "with --static"
+    )
+
+
+def test_a_list_flag_equal_to_its_tuple_default_is_not_refused():
+    config_flags.refuse_ignored(
+        Masking(fields=["text"]), ("fields",), False, "with --static"
+    )

@@ -25,6 +25,7 @@ from tupe_tf.utils.config_flags import at_least
 from tupe_tf.utils.config_flags import between
 from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import greater_than
+from tupe_tf.utils.config_flags import refuse_ignored
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -52,6 +53,20 @@ def study_variants():
 
 
 VARIANTS = study_variants()
+
+
+# What only fine-tuning (or reporting its recorded runs) reads.
+_GLUE_SETTINGS = (
+    "glue_tasks",
+    "glue_learning_rates",
+    "glue_seeds",
+    "glue_pretrain_seeds",
+    "glue_variants",
+    "glue_epochs",
+    "glue_seq_length",
+    "glue_batch_size",
+    "glue_max_train_examples",
+)
 
 
 @refuses_unknown_fields
@@ -346,6 +361,18 @@ class CompareConfig:
                 "--eval_interval must be between 1 and --num_train_steps "
                 f"(got {self.eval_interval} and {self.num_train_steps})."
             )
+        refuse_ignored(
+            self,
+            _GLUE_SETTINGS,
+            self.glue_dir is not None or self.from_results,
+            "with --glue_dir (fine-tuning) or --from_results (reporting)",
+        )
+        refuse_ignored(
+            self,
+            ("max_runs",),
+            not self.from_results,
+            "while the study runs (without --from_results)",
+        )
         if self.glue_dir is not None and not os.path.isdir(self.glue_dir):
             raise UserError(f"--glue_dir {self.glue_dir!r} is not a directory.")
         if self.glue_dir is not None and not self.glue_learning_rates:

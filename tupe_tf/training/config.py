@@ -17,6 +17,7 @@ from tupe_tf.utils.config_flags import at_least
 from tupe_tf.utils.config_flags import between
 from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.config_flags import greater_than
+from tupe_tf.utils.config_flags import refuse_ignored
 from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -286,6 +287,15 @@ class RuntimeConfig:
 
     def validate(self):
         check_ranges(self)
+        refuse_ignored(
+            self, ("tpu",), self.strategy == "tpu", "with --strategy=tpu"
+        )
+        refuse_ignored(
+            self,
+            ("num_cpu_devices",),
+            self.strategy == "mirrored",
+            "with --strategy=mirrored",
+        )
         if self.strategy not in STRATEGIES:
             raise UserError(
                 f"--strategy={self.strategy!r} is not one of {list(STRATEGIES)}."

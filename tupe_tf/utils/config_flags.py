@@ -310,6 +310,48 @@ def _check_number(name, value, valid, integral):
         )
 
 
+def refuse_ignored(config, names, applies, condition):
+    """Refuses settings that would be accepted and then ignored.
+
+    A setting that only matters under some other setting (`--mask_rate`
+    only with `--static_masking`) is refused when it is given (differs from
+    its default) while that does not hold, rather than silently unused.
+
+    Args:
+        config: a configuration dataclass instance.
+        names: the field names that only apply under `condition`.
+        applies: whether `condition` holds for `config`.
+        condition: what they need, for the message (`"with --static_masking"`).
+
+    Raises:
+        UserError: `--name=value only applies <condition>; ...`.
+    """
+    if applies:
+        return
+    fields = {field.name: field for field in dataclasses.fields(config)}
+    for name in names:
+        value = getattr(config, name)
+        if _comparable(value) != _comparable(_field_default(fields[name])):
+            flag = fields[name].metadata.get("flag") or name
+            raise UserError(
+                f"--{flag}={_flag_text(value)} only applies {condition}; it "
+                "would be ignored here. Leave it out, or set what it needs."
+            )
+
+
+def _comparable(value):
+    """Lists and tuples (flags give lists, defaults tuples) compare alike."""
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _flag_text(value):
+    if isinstance(value, (list, tuple)):
+        return ",".join(_flag_text(v) for v in value)
+    if isinstance(value, float):
+        return _number(value)
+    return str(value)
+
+
 class _TypedListParser(flags.ListParser):
     """Comma-separated values, each parsed to `element_type`."""
 
