@@ -29,12 +29,12 @@ def check_data(config):
 
     Checks `--vocab_file`, then `--train_files` and `--eval_files` against
     their manifests, the vocabulary and `--seq_length`
-    (`data_pipeline.shard_check`).
+    (`data_pipeline.shard_verification.check_training_shards`).
 
     Raises:
         UserError: naming the flag and the file.
     """
-    from data_pipeline import shard_check
+    from data_pipeline import shard_verification
 
     check_vocabulary_file(config.vocab_file)
     train_files = expand_patterns(config.train_files, "--train_files")
@@ -45,7 +45,7 @@ def check_data(config):
     if eval_files:
         checked.append((eval_files, "--eval_files"))
     for files, flag in checked:
-        shard_check.check_training_shards(
+        shard_verification.check_training_shards(
             files,
             flag,
             config.vocab_file,
