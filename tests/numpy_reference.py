@@ -27,6 +27,11 @@ def gelu_tanh(x):
     )
 
 
+def gelu_erf(x):
+    """The exact GELU, `x * Phi(x)`."""
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
 def t5_bucket(relative_position, num_buckets=32, max_distance=128):
     """T5 bidirectional bucket of one `j - i`, scalar Python."""
     half = num_buckets // 2

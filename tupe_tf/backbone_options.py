@@ -37,7 +37,8 @@ POSITION_ENCODINGS = (
     "rope",
     "alibi",
 )
-SEGMENT_ENCODINGS = ("input", "per-head")
+SEGMENT_ENCODINGS = ("input", "per-head", "none")
+INTERMEDIATE_ACTIVATIONS = ("gelu_approximate", "gelu")
 POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
 CLS_RELATIVES = ("reset", "reference")
 
@@ -98,7 +99,8 @@ BACKBONE_OPTIONS = (
         "segment_encoding",
         "input",
         str,
-        "input: BERT's segment embedding; per-head: DIET's segment bias.",
+        "input: BERT's segment embedding; per-head: DIET's segment bias; "
+        "none: no segments (segment_ids ignored).",
         SEGMENT_ENCODINGS,
     ),
     BackboneOption(
@@ -136,6 +138,22 @@ BACKBONE_OPTIONS = (
         float,
         "rope: base wavelength of the rotary angles.",
         valid=greater_than(0),
+    ),
+    BackboneOption(
+        "layer_norm_epsilon",
+        1e-12,
+        float,
+        "Epsilon of the embedding and encoder LayerNorms (BERT: 1e-12; the "
+        "TUPE authors' code: 1e-5).",
+        valid=greater_than(0),
+    ),
+    BackboneOption(
+        "intermediate_activation",
+        "gelu_approximate",
+        str,
+        "Feed-forward activation: gelu_approximate (tanh form, BERT's) or "
+        "gelu (exact erf form, the TUPE authors' code).",
+        INTERMEDIATE_ACTIVATIONS,
     ),
     BackboneOption(
         "cls_relative",

@@ -14,9 +14,18 @@ from tests import numpy_reference as ref
 from tests.layers.layer_weights import untied_weights
 from tests.test_case import TestCase
 from tests.test_case import randomize
+from tupe_tf.backbone_options import INTERMEDIATE_ACTIVATIONS
+from tupe_tf.layers.keras_hub_internals import gelu_approximate
+from tupe_tf.models.tupe_backbone import FEEDFORWARD_ACTIVATIONS
 
 VOCAB, LAYERS, HEADS, HIDDEN, FFN, MAX_LEN = 97, 2, 4, 32, 64, 16
 HEAD_DIM = HIDDEN // HEADS
+# The TUPE authors' whole-model settings (SPEC "The authors' whole model").
+AUTHORS = dict(
+    layer_norm_epsilon=1e-5,
+    intermediate_activation="gelu",
+    segment_encoding="none",
+)
 
 ALL_CONFIGS = [
     dict(position_encoding="bert"),
@@ -48,6 +57,8 @@ ALL_CONFIGS = [
     dict(position_encoding="alibi", segment_encoding="per-head"),
     dict(position_encoding="rope", segment_encoding="per-head"),
     dict(position_encoding="tupe-r", cls_relative="reference"),
+    dict(position_encoding="tupe-r", cls_relative="reference", **AUTHORS),
+    dict(position_encoding="tupe-a", **AUTHORS),
 ]
 # One of each kind of content-free part, per-layer tables included.
 POSITIONAL_BIAS_CONFIGS = ALL_CONFIGS[:13] + [
@@ -162,11 +173,15 @@ def reference_layer0(backbone, inputs):
         x = x + np_(backbone.position_embedding.position_embeddings)[:n]
     if backbone.segment_embedding is not None:
         x = x + np_(backbone.segment_embedding.embeddings)[seg]
+    epsilon = backbone.layer_norm_epsilon
+    gelu = {"gelu": ref.gelu_erf, "gelu_approximate": ref.gelu_tanh}[
+        backbone.intermediate_activation
+    ]
     x = ref.layer_norm(
         x,
         np_(backbone.embeddings_layer_norm.gamma),
         np_(backbone.embeddings_layer_norm.beta),
-        1e-12,
+        epsilon,
     )
     option = backbone.position_encoding
     scale = {
@@ -204,9 +219,9 @@ def reference_layer0(backbone, inputs):
         out + x,
         w["self_attention_layer_norm/gamma"],
         w["self_attention_layer_norm/beta"],
-        1e-12,
+        epsilon,
     )
-    hidden = ref.gelu_tanh(
+    hidden = gelu(
         x @ w["feedforward_intermediate_dense/kernel"]
         + w["feedforward_intermediate_dense/bias"]
     )
@@ -218,7 +233,7 @@ def reference_layer0(backbone, inputs):
         ffn + x,
         w["feedforward_layer_norm/gamma"],
         w["feedforward_layer_norm/beta"],
-        1e-12,
+        epsilon,
     )
     return probs, x
 
@@ -377,6 +392,53 @@ def test_bert_option_equals_keras_hub_bert_with_copied_weights():
     )
 
 
+def test_default_epsilon_and_activation_are_keras_hub_berts():
+    assert tuple(FEEDFORWARD_ACTIVATIONS) == INTERMEDIATE_ACTIVATIONS
+    backbone = make_backbone()
+    assert backbone.embeddings_layer_norm.epsilon == 1e-12
+    for layer in backbone.transformer_layers:
+        assert layer.layer_norm_epsilon == 1e-12
+        assert layer.activation is gelu_approximate
+    # The positional table's LayerNorm is the reference code's either way.
+    assert backbone.position_bias.position_layer_norm.epsilon == 1e-5
+
+
+@pytest.mark.parametrize("option", ["tupe-a", "bert", "alibi"])
+def test_segment_encoding_none_ignores_segment_ids(option):
+    backbone = make_backbone(position_encoding=option, segment_encoding="none")
+    with_input = make_backbone(position_encoding=option)
+    assert backbone.segment_embedding is None
+    assert backbone.segment_bias is None
+    assert backbone.count_params() == with_input.count_params() - 2 * HIDDEN
+    randomize(backbone)
+    inputs = make_inputs()
+    other = dict(inputs, segment_ids=1 - inputs["segment_ids"])
+    np.testing.assert_array_equal(
+        backbone(inputs)["sequence_output"], backbone(other)["sequence_output"]
+    )
+
+
+def test_authors_epsilon_and_activation_change_the_output():
+    """Same weights: each of the two settings moves the output (the
+    NumPy check of layer 0 covers their values)."""
+    inputs = make_inputs()
+    options = dict(AUTHORS, position_encoding="tupe-a")
+    authors = make_backbone(**options)
+    randomize(authors, seed=2)
+    expected = authors(inputs)["sequence_output"]
+    real = inputs["padding_mask"].astype(bool)
+    for changed in (
+        dict(layer_norm_epsilon=1e-12),
+        dict(intermediate_activation="gelu_approximate"),
+    ):
+        other = make_backbone(**dict(options, **changed))
+        other.set_weights(authors.get_weights())
+        difference = np.abs(
+            np.asarray(other(inputs)["sequence_output"]) - expected
+        )[real].max()
+        assert difference > 1e-4, changed
+
+
 def test_load_bert_weights_refuses_other_dims():
     bert = keras_hub.models.BertBackbone(
         vocabulary_size=VOCAB,
@@ -529,6 +591,13 @@ def test_parameter_count_deltas_at_bert_base_dims():
     [
         (dict(position_encoding="tupe"), "position_encoding.*bert-r"),
         (dict(segment_encoding="head"), "segment_encoding.*per-head"),
+        (
+            dict(intermediate_activation="relu"),
+            r"`intermediate_activation` must be one of "
+            r"\('gelu_approximate', 'gelu'\)\. Received: "
+            r"intermediate_activation='relu'",
+        ),
+        (dict(layer_norm_epsilon=0.0), "`layer_norm_epsilon` must be > 0"),
         (
             dict(position_encoding="diet-abs", position_sharing="all"),
             "position_sharing.*head-wise",

@@ -147,6 +147,15 @@ class TupeFamilyTest(TestCase):
         },
         {"options": dict(position_encoding="rope", rope_max_wavelength=500.0)},
         {"options": dict(position_encoding="tupe-r", cls_relative="reference")},
+        {
+            "options": dict(
+                position_encoding="tupe-r",
+                cls_relative="reference",
+                layer_norm_epsilon=1e-5,
+                intermediate_activation="gelu",
+                segment_encoding="none",
+            )
+        },
     )
     def test_backbone_config_round_trip_keeps_every_option(self, options):
         backbone = tiny_backbone(**options)

@@ -12,6 +12,7 @@ from keras_hub.layers import PositionEmbedding
 from keras_hub.models import Backbone
 
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.backbone_options import INTERMEDIATE_ACTIVATIONS
 from tupe_tf.backbone_options import OPTION_DEFAULTS
 from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
@@ -22,6 +23,13 @@ from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
+
+# Each of `INTERMEDIATE_ACTIVATIONS` -> the feed-forward activation (keras'
+# "gelu" is the exact erf form; keras-hub's BERT uses the tanh approximation).
+FEEDFORWARD_ACTIVATIONS = {
+    "gelu_approximate": gelu_approximate,
+    "gelu": "gelu",
+}
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -70,8 +78,10 @@ class TupeBackbone(Backbone):
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
             accept `False`.
-        segment_encoding: str. `input` (BERT's segment embedding) or
-            `per-head` (DIET's per-head segment attention bias).
+        segment_encoding: str. `input` (BERT's segment embedding),
+            `per-head` (DIET's per-head segment attention bias) or `none`
+            (no segments, as in the TUPE authors' code; `segment_ids` is
+            still an input and is ignored).
         position_rank: int or None. DIET-ABS rank; defaults to the head size.
         position_sharing: str or None. For `diet-*`: `layer-wise`,
             `head-wise` or `none`; defaults to `layer-wise` for `diet-abs` and
@@ -80,6 +90,13 @@ class TupeBackbone(Backbone):
         relative_max_distance: int. T5 maximum distance.
         rope_max_wavelength: float. For `rope`: the base wavelength of the
             rotation angles; must be positive.
+        layer_norm_epsilon: float. Epsilon of the embedding and encoder
+            LayerNorms: 1e-12 (keras-hub's BERT) or 1e-5 (the TUPE authors'
+            code). The positional table's own LayerNorm (`tupe-*`,
+            `bert-ad`) keeps 1e-5.
+        intermediate_activation: str. Feed-forward activation:
+            `gelu_approximate` (tanh form, keras-hub's BERT) or `gelu`
+            (exact erf form, the TUPE authors' code).
         cls_relative: str. For `tupe-r`: `reset` (the paper's Eq. 11, reset
             of the sum) or `reference` (the authors' code: `[CLS]` gets its
             own relative buckets; see docs/spec.md).
@@ -118,6 +135,8 @@ class TupeBackbone(Backbone):
         relative_buckets=32,
         relative_max_distance=128,
         rope_max_wavelength=10000.0,
+        layer_norm_epsilon=1e-12,
+        intermediate_activation="gelu_approximate",
         cls_relative="reset",
         dtype=None,
         **kwargs,
@@ -142,6 +161,12 @@ class TupeBackbone(Backbone):
             raise ValueError(
                 f"`segment_encoding` must be one of {SEGMENT_ENCODINGS}. "
                 f"Received: segment_encoding={segment_encoding!r}"
+            )
+        if intermediate_activation not in INTERMEDIATE_ACTIVATIONS:
+            raise ValueError(
+                "`intermediate_activation` must be one of "
+                f"{INTERMEDIATE_ACTIVATIONS}. Received: "
+                f"intermediate_activation={intermediate_activation!r}"
             )
         if hidden_dim % num_heads:
             raise ValueError(
@@ -189,7 +214,10 @@ class TupeBackbone(Backbone):
             dtype=dtype, name="embeddings_add"
         )
         self.embeddings_layer_norm = keras.layers.LayerNormalization(
-            axis=-1, epsilon=1e-12, dtype=dtype, name="embeddings_layer_norm"
+            axis=-1,
+            epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings_layer_norm",
         )
         self.embeddings_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="embeddings_dropout"
@@ -213,9 +241,9 @@ class TupeBackbone(Backbone):
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 content_scale=encoding.content_scale(head_dim),
-                activation=gelu_approximate,
+                activation=FEEDFORWARD_ACTIVATIONS[intermediate_activation],
                 dropout=dropout,
-                layer_norm_epsilon=1e-12,
+                layer_norm_epsilon=layer_norm_epsilon,
                 kernel_initializer=bert_initializer(),
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
