@@ -215,3 +215,40 @@ def tupe_reference_layout_bias(
                 bucket = t5_bucket(j - i, num_buckets, max_distance)
             v[:, i, j] += relative_table[bucket]
     return v
+
+
+def sinusoidal_table(n, hidden):
+    """Vaswani et al.: `p[i, 2k] = sin(i / 10000^(2k/D))`, `p[i, 2k+1] = cos`."""
+    angle = np.arange(n)[:, None] / 10000 ** (
+        2 * np.arange(hidden // 2) / hidden
+    )
+    table = np.zeros((n, hidden))
+    table[:, 0::2] = np.sin(angle)
+    table[:, 1::2] = np.cos(angle)
+    return table
+
+
+def softplus_positive(raw):
+    """A positive parameter from its raw weight: `softplus(raw) + 1e-6`."""
+    return np.logaddexp(0, raw) + 1e-6
+
+
+def kerple_log_bias(r1, r2, n):
+    """`-r1_h log(1 + r2_h |i - j|)`, `(H, n, n)`."""
+    index = np.arange(n)
+    distance = np.abs(index[None, :] - index[:, None])
+    return -r1[:, None, None] * np.log(1 + r2[:, None, None] * distance)
+
+
+def fire_bias(c, threshold, w1, b1, w2, b2, n):
+    """FIRE `(H, n, n)`: `f([psi(|i-j|) / psi(max(L, n-1)), sign(i-j)])`,
+    `psi(x) = log(1 + c x)`, `f(x) = relu(x w1 + b1) w2 + b2`."""
+    out = np.zeros((w2.shape[1], n, n))
+    psi_norm = math.log(1 + c * max(threshold, n - 1))
+    for i in range(n):
+        for j in range(n):
+            x = np.array(
+                [math.log(1 + c * abs(i - j)) / psi_norm, np.sign(i - j)]
+            )
+            out[:, i, j] = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    return out

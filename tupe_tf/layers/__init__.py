@@ -5,6 +5,8 @@ from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
+from tupe_tf.layers.fire_position_bias import FirePositionBias
+from tupe_tf.layers.kerple_position_bias import KerplePositionBias
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.relative_position_bias import relative_position_buckets
