@@ -28,6 +28,7 @@ _PUBLIC = {
     "TupeTokenizer": "tupe_tf.models",
     "check_preset": "tupe_tf.models",
     "load_bert_weights": "tupe_tf.models",
+    "load_tupe_reference_weights": "tupe_tf.models",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
