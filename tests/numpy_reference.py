@@ -155,21 +155,54 @@ def untied_offsets(weights, n, num_heads, epsilon=1e-5):
     )
 
 
-def rope_rotate(x, max_wavelength=10000.0):
+def rope_rotate(x, max_wavelength=10000.0, frequency=None, temperature=1.0):
     """RoPE on `(..., n, heads, d)` with positions `0..n-1` along axis -3.
 
-    Pairs `(k, k + d/2)` turn by `i * max_wavelength^(-2k/d)`.
+    Pairs `(k, k + d/2)` turn by `i * max_wavelength^(-2k/d)`, or by
+    `i * frequency[k]` when given; the result is multiplied by
+    `temperature` (YaRN).
     """
     n, d = x.shape[-3], x.shape[-1]
     half = d // 2
-    frequency = max_wavelength ** (-2.0 * np.arange(half) / d)
+    if frequency is None:
+        frequency = max_wavelength ** (-2.0 * np.arange(half) / d)
     angle = np.arange(n)[:, None] * frequency[None, :]  # (n, d/2)
     cos = np.cos(angle)[:, None, :]
     sin = np.sin(angle)[:, None, :]
     low, high = x[..., :half], x[..., half:]
-    return np.concatenate(
+    return temperature * np.concatenate(
         [low * cos - high * sin, low * sin + high * cos], axis=-1
     )
+
+
+def rope_scaled_frequency(
+    head_dim, max_wavelength, scaling, factor, trained_length=None
+):
+    """SPEC "RoPE scaling at evaluation time", one pair `k` at a time.
+
+    linear: `w_k / s`; ntk: base `b * s^(d/(d-2))`; yarn: with
+    `r_k = T w_k / (2 pi)`, `w_k / s` below one rotation, `w_k` above 32,
+    `(1 - gamma) w_k / s + gamma w_k` with `gamma = (r_k - 1) / 31` between.
+    """
+    base = max_wavelength
+    if scaling == "ntk":
+        base = max_wavelength * factor ** (head_dim / (head_dim - 2))
+    out = []
+    for k in range(head_dim // 2):
+        w = base ** (-2.0 * k / head_dim)
+        rotations = (trained_length or 0) * w / (2 * math.pi)
+        if scaling == "linear" or (scaling == "yarn" and rotations < 1):
+            w = w / factor
+        elif scaling == "yarn" and rotations <= 32:
+            gamma = (rotations - 1) / 31
+            w = (1 - gamma) * w / factor + gamma * w
+        out.append(w)
+    return np.array(out)
+
+
+def yarn_temperature(factor):
+    """YaRN's factor on queries and keys each, `0.1 ln(s) + 1`."""
+    return 0.1 * math.log(factor) + 1
 
 
 def alibi_slopes(num_heads, maximum=8):

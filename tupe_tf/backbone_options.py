@@ -36,11 +36,16 @@ POSITION_ENCODINGS = (
     "diet-rel",
     "rope",
     "alibi",
+    "sinusoidal",
+    "nope",
+    "kerple-log",
+    "fire",
 )
 SEGMENT_ENCODINGS = ("input", "per-head", "none")
 INTERMEDIATE_ACTIVATIONS = ("gelu_approximate", "gelu")
 POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
 CLS_RELATIVES = ("reset", "reference")
+ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +167,29 @@ BACKBONE_OPTIONS = (
         "tupe-r: reset: reset the sum v + b (paper Eq. 11); reference: the "
         "authors' code ([CLS] gets its own relative buckets).",
         CLS_RELATIVES,
+    ),
+    BackboneOption(
+        "rope_scaling",
+        "none",
+        str,
+        "rope: length extension at evaluation: none, linear (positions / "
+        "factor), ntk (base * factor^(d/(d-2))) or yarn (see docs/spec.md).",
+        ROPE_SCALINGS,
+    ),
+    BackboneOption(
+        "rope_scaling_factor",
+        1.0,
+        float,
+        "rope: the length extension factor s (evaluated at s times the "
+        "trained length).",
+        valid=at_least(1),
+    ),
+    BackboneOption(
+        "rope_trained_length",
+        None,
+        int,
+        "rope with yarn: the trained length T (required for yarn only).",
+        valid=at_least(1),
     ),
 )
 

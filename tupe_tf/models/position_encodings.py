@@ -35,6 +35,8 @@ from tupe_tf.backbone_options import POSITION_SHARINGS
 from tupe_tf.layers.alibi_position_bias import AlibiPositionBias
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
+from tupe_tf.layers.fire_position_bias import FirePositionBias
+from tupe_tf.layers.kerple_position_bias import KerplePositionBias
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
@@ -49,6 +51,9 @@ OPTION_SPECIFIC_ARGUMENTS = (
     "relative_max_distance",
     "rope_max_wavelength",
     "cls_relative",
+    "rope_scaling",
+    "rope_scaling_factor",
+    "rope_trained_length",
 )
 
 
@@ -63,7 +68,9 @@ class PositionEncoding:
 
     Args:
         name: the `position_encoding` value.
-        input_positions: add BERT's absolute position embedding at the input.
+        input_positions: add an absolute position table at the input.
+        input_table: which one: `learned` (BERT's position embedding) or
+            `sinusoidal` (the fixed sin/cos table of Vaswani et al.).
         build: `build(args) -> PositionBiasLayer` or None (no content-free
             layer); `args` has every backbone argument plus `head_dim`,
             `sharing` (resolved) and `initializer`.
@@ -77,6 +84,7 @@ class PositionEncoding:
 
     name: str
     input_positions: bool = False
+    input_table: str = "learned"
     build: Optional[Callable] = None
     attention_argument: str = "attention_bias"
     scale_factor: int = 1
@@ -153,6 +161,9 @@ def _rotary(args):
         head_dim=args.head_dim,
         max_sequence_length=args.max_sequence_length,
         max_wavelength=args.rope_max_wavelength,
+        scaling=args.rope_scaling,
+        scaling_factor=args.rope_scaling_factor,
+        trained_length=args.rope_trained_length,
         name="rotary_position_tables",
     )
 
@@ -162,6 +173,23 @@ def _alibi(args):
         num_heads=args.num_heads,
         max_sequence_length=args.max_sequence_length,
         name="alibi_position_bias",
+    )
+
+
+def _kerple(args):
+    return KerplePositionBias(
+        num_heads=args.num_heads,
+        max_sequence_length=args.max_sequence_length,
+        name="kerple_position_bias",
+    )
+
+
+def _fire(args):
+    return FirePositionBias(
+        num_heads=args.num_heads,
+        max_sequence_length=args.max_sequence_length,
+        initializer=args.initializer,
+        name="fire_position_bias",
     )
 
 
@@ -216,9 +244,20 @@ POSITION_ENCODING_TABLE = {
             "rope",
             build=_rotary,
             attention_argument="rotary_tables",
-            arguments=("rope_max_wavelength",),
+            arguments=(
+                "rope_max_wavelength",
+                "rope_scaling",
+                "rope_scaling_factor",
+                "rope_trained_length",
+            ),
         ),
         PositionEncoding("alibi", build=_alibi),
+        PositionEncoding(
+            "sinusoidal", input_positions=True, input_table="sinusoidal"
+        ),
+        PositionEncoding("nope"),
+        PositionEncoding("kerple-log", build=_kerple),
+        PositionEncoding("fire", build=_fire),
     )
 }
 

@@ -9,6 +9,7 @@ import numpy as np
 from keras import ops
 from keras.layers import ReversibleEmbedding
 from keras_hub.layers import PositionEmbedding
+from keras_hub.layers import SinePositionEncoding
 from keras_hub.models import Backbone
 
 from tupe_tf.backbone_options import BACKBONE_OPTIONS
@@ -55,6 +56,11 @@ class TupeBackbone(Backbone):
     - `rope`: `LN(w + s)`, every layer rotates its query and key (RoPE,
       keras-hub's `RotaryEmbedding` tables), `beta = 0`.
     - `alibi`: `LN(w + s)`, fixed symmetric `beta = -m_h |i - j|` (ALiBi).
+    - `sinusoidal`: `LN(w + p + s)` with the fixed sin/cos table of
+      Vaswani et al., `beta = 0`.
+    - `nope`: `LN(w + s)`, `beta = 0`: no position information.
+    - `kerple-log`: `LN(w + s)`, `beta = -r1_h log(1 + r2_h |i - j|)`.
+    - `fire`: `LN(w + s)`, `beta` an MLP of the interpolated offset (FIRE).
 
     What each option builds is declared once, in
     `tupe_tf.models.position_encodings`.
@@ -73,7 +79,8 @@ class TupeBackbone(Backbone):
         max_sequence_length: int. Longest sequence the encoder accepts.
         num_segments: int. Number of segment ids.
         position_encoding: str. One of `bert`, `bert-r`, `tupe-a`, `tupe-r`,
-            `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`. Defaults to
+            `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`,
+            `sinusoidal`, `nope`, `kerple-log`, `fire`. Defaults to
             `tupe-r`.
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
@@ -100,6 +107,16 @@ class TupeBackbone(Backbone):
         cls_relative: str. For `tupe-r`: `reset` (the paper's Eq. 11, reset
             of the sum) or `reference` (the authors' code: `[CLS]` gets its
             own relative buckets; see docs/spec.md).
+        rope_scaling: str. For `rope`, length extension at evaluation:
+            `none`, `linear` (positions `i / s`), `ntk` (base
+            `b s^(d / (d - 2))`) or `yarn` (per-dimension interpolation and
+            logits times `(0.1 ln(s) + 1)^2`). To evaluate a trained preset
+            at `s` times its length, override it in `from_preset` (see
+            docs/spec.md).
+        rope_scaling_factor: float. For `rope` with a `rope_scaling`: `s`,
+            at least 1.
+        rope_trained_length: int or None. For `rope_scaling="yarn"` only
+            (and required there): the trained length `T`.
         dtype: string or `keras.mixed_precision.DTypePolicy`.
 
     Example:
@@ -138,6 +155,9 @@ class TupeBackbone(Backbone):
         layer_norm_epsilon=1e-12,
         intermediate_activation="gelu_approximate",
         cls_relative="reset",
+        rope_scaling="none",
+        rope_scaling_factor=1.0,
+        rope_trained_length=None,
         dtype=None,
         **kwargs,
     ):
@@ -194,12 +214,19 @@ class TupeBackbone(Backbone):
             name="token_embedding",
         )
         self.position_embedding = None
-        if encoding.input_positions:
+        if encoding.input_positions and encoding.input_table == "learned":
             self.position_embedding = PositionEmbedding(
                 initializer=bert_initializer(),
                 sequence_length=max_sequence_length,
                 dtype=dtype,
                 name="position_embedding",
+            )
+        elif encoding.input_positions:
+            # keras-hub's table is the SPEC's formula. It is computed in
+            # float32 (in bfloat16 its values are off by up to 1.7 at
+            # n = 600) and cast where it meets the token embeddings.
+            self.position_embedding = SinePositionEncoding(
+                dtype="float32", name="position_embedding"
             )
         self.segment_embedding = None
         if segment_encoding == "input":
@@ -342,9 +369,10 @@ class TupeBackbone(Backbone):
         Returns:
             A float32 NumPy array `(num_layers, num_heads, n, n)`: the
             position-only part of `beta` after the `[CLS]` reset (segment
-            part excluded; zeros for `bert` and `rope`, the ALiBi matrix
-            `-m_h |i - j|` for `alibi`). For `bert-ad` it is the
-            position-position term `(p U^Q)(p U^K)^T / sqrt(4d)`.
+            part excluded; zeros for `bert`, `rope`, `sinusoidal` and
+            `nope`, the ALiBi matrix `-m_h |i - j|` for `alibi`). For
+            `bert-ad` it is the position-position term
+            `(p U^Q)(p U^K)^T / sqrt(4d)`.
         """
         n = int(sequence_length)
         shape = (self.num_layers, self.num_heads, n, n)
