@@ -40,7 +40,6 @@ def test_build_vocab_then_shards_end_to_end(tmp_path, corpus_file):
         "--vocab_size=150",
         f"--output={vocab}",
         "--lowercase",
-        "--num_iterations=2",
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["vocab_size"] == len(

@@ -410,3 +410,35 @@ def test_compile_masked_lm_without_a_rate_uses_the_size_default():
     )
     # No warm-up: the rate at step 0 is the peak.
     assert float(model.optimizer.learning_rate) == pytest.approx(1e-3)
+
+
+@pytest.mark.large
+def test_a_one_step_warm_up_leaves_the_initial_weights(
+    tmp_path, shards, vocab_file
+):
+    """The study's untrained control: the first step of a warm-up has
+    learning rate 0, so whatever the peak rate, the weights stay the
+    initial ones (AdamW's update and weight decay are both scaled by it)."""
+    import tupe_tf
+
+    weights = []
+    for peak in (1e-3, 5.0):
+        result = run_pretraining(
+            pretrain_config(
+                tmp_path / f"peak{peak}",
+                shards,
+                vocab_file,
+                num_train_steps=1,
+                save_every=1,
+                eval_every=0,
+                learning_rate=peak,
+                warmup_steps=1,
+            )
+        )
+        backbone = tupe_tf.TupeBackbone.from_preset(
+            result.results["preset_dir"]
+        )
+        weights.append(backbone.get_weights())
+    assert len(weights[0]) == len(weights[1])
+    for first, second in zip(*weights):
+        np.testing.assert_array_equal(first, second)

@@ -43,7 +43,6 @@ SHARDS = dict(vocab_file="v.txt", output_dir="out")
             RuntimeConfig(num_cpu_devices=2),
             r"--num_cpu_devices=2 only applies with --strategy=mirrored",
         ),
-        (CompareConfig(glue_seeds=(0,)), r"--glue_seeds=0 only applies with"),
         (
             CompareConfig(from_results=True, max_runs=1),
             r"--max_runs=1 only applies while the study runs",
@@ -65,7 +64,7 @@ def test_settings_that_would_be_ignored_are_refused(config, message):
         VocabConfig(output_file="v.txt", learner="tf_text", num_iterations=8),
         RuntimeConfig(strategy="mirrored", num_cpu_devices=2),
         RuntimeConfig(strategy="tpu", tpu="local"),
-        CompareConfig(from_results=True, glue_seeds=(0,)),
+        CompareConfig(max_runs=1),
     ],
 )
 def test_the_same_settings_with_what_they_need_pass(config, tmp_path):

@@ -55,20 +55,6 @@ def study_variants():
 VARIANTS = study_variants()
 
 
-# What only fine-tuning (or reporting its recorded runs) reads.
-_GLUE_SETTINGS = (
-    "glue_tasks",
-    "glue_learning_rates",
-    "glue_seeds",
-    "glue_pretrain_seeds",
-    "glue_variants",
-    "glue_epochs",
-    "glue_seq_length",
-    "glue_batch_size",
-    "glue_max_train_examples",
-)
-
-
 @refuses_unknown_fields
 @dataclasses.dataclass
 class CompareConfig:
@@ -361,12 +347,6 @@ class CompareConfig:
                 "--eval_interval must be between 1 and --num_train_steps "
                 f"(got {self.eval_interval} and {self.num_train_steps})."
             )
-        refuse_ignored(
-            self,
-            _GLUE_SETTINGS,
-            self.glue_dir is not None or self.from_results,
-            "with --glue_dir (fine-tuning) or --from_results (reporting)",
-        )
         refuse_ignored(
             self,
             ("max_runs",),

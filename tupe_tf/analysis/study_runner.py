@@ -52,7 +52,7 @@ def _data(config):
     )
 
 
-def _pretrain(config, run, data, steps=None, learning_rate=None):
+def _pretrain(config, run, data, steps=None, warmup_steps=None):
     """Pre-trains one model from scratch; returns (model_dir, results)."""
     from tupe_tf import training
 
@@ -87,12 +87,9 @@ def _pretrain(config, run, data, steps=None, learning_rate=None):
                 **options,
             ),
             optimizer=training.OptimizerConfig(
-                learning_rate=(
-                    config.learning_rate
-                    if learning_rate is None
-                    else learning_rate
-                ),
+                learning_rate=config.learning_rate,
                 warmup_ratio=config.warmup_ratio,
+                warmup_steps=warmup_steps,
             ),
             runtime=training.RuntimeConfig(jit_compile=config.jit_compile),
         )
@@ -132,10 +129,12 @@ def run_pretrain(config, run, data):
 
 
 def _control_preset(config, data):
-    """A randomly initialised preset (one step at learning rate 0)."""
+    """A randomly initialised preset: one step that is the first of a
+    one-step warm-up, whose learning rate is exactly 0, so the weights stay
+    the initial ones."""
     run = Run("pretrain", CONTROL, config.seeds[0])
     if not study_plan.has_preset(config, CONTROL, run.seed):
-        _pretrain(config, run, data, steps=1, learning_rate=0.0)
+        _pretrain(config, run, data, steps=1, warmup_steps=1)
     return study_plan.preset_dir(config, CONTROL, run.seed)
 
 
