@@ -1,4 +1,8 @@
-"""RoPE and ALiBi in all three export formats, loaded in a fresh process."""
+"""The modern options in all three export formats, loaded in a fresh process.
+
+RoPE, ALiBi, sinusoidal, NoPE, KERPLE and FIRE; the learned biases
+(KERPLE, FIRE) are folded at `SEQ_LENGTH` and computed at other lengths.
+"""
 
 import keras
 import numpy as np
@@ -24,8 +28,19 @@ pytestmark = pytest.mark.large
         dict(position_encoding="rope"),
         # ALiBi together with DIET's per-head segment bias.
         dict(position_encoding="alibi", segment_encoding="per-head"),
+        dict(position_encoding="sinusoidal"),
+        dict(position_encoding="nope"),
+        dict(position_encoding="kerple-log"),
+        dict(position_encoding="fire", segment_encoding="per-head"),
     ],
-    ids=["rope", "alibi-per-head"],
+    ids=[
+        "rope",
+        "alibi-per-head",
+        "sinusoidal",
+        "nope",
+        "kerple-log",
+        "fire-per-head",
+    ],
 )
 def option_exports(request, tmp_path_factory):
     keras.utils.set_random_seed(11)

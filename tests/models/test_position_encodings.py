@@ -38,7 +38,7 @@ def test_each_entry_builds_its_layer(name):
     )
     args.max_sequence_length = 16
     layer = entry.build(args) if entry.build else None
-    assert (layer is None) == (name == "bert")
+    assert (layer is None) == (name in ("bert", "sinusoidal", "nope"))
     if layer is not None:
         assert isinstance(layer, PositionBiasLayer)
         layer(np.zeros((1, 5), "int32"))
@@ -46,7 +46,10 @@ def test_each_entry_builds_its_layer(name):
     scale = entry.content_scale(8)
     expected = {"tupe-a": 16, "tupe-r": 16, "bert-ad": 32}.get(name)
     assert scale == (None if expected is None else 1 / math.sqrt(expected))
-    assert entry.input_positions == (name in ("bert", "bert-r"))
+    assert entry.input_positions == (name in ("bert", "bert-r", "sinusoidal"))
+    assert entry.input_table == (
+        "sinusoidal" if name == "sinusoidal" else "learned"
+    )
 
 
 def test_defaults_of_sharing():

@@ -59,13 +59,23 @@ ALL_CONFIGS = [
     dict(position_encoding="tupe-r", cls_relative="reference"),
     dict(position_encoding="tupe-r", cls_relative="reference", **AUTHORS),
     dict(position_encoding="tupe-a", **AUTHORS),
+    dict(position_encoding="sinusoidal"),
+    dict(position_encoding="nope"),
+    dict(position_encoding="kerple-log"),
+    dict(position_encoding="fire"),
+    dict(position_encoding="fire", segment_encoding="per-head"),
 ]
+NEW_ENCODINGS = ["sinusoidal", "nope", "kerple-log", "fire"]
 # One of each kind of content-free part, per-layer tables included.
-POSITIONAL_BIAS_CONFIGS = ALL_CONFIGS[:13] + [
-    dict(position_encoding="rope"),
-    dict(position_encoding="alibi"),
-    dict(position_encoding="tupe-r", cls_relative="reference"),
-]
+POSITIONAL_BIAS_CONFIGS = (
+    ALL_CONFIGS[:13]
+    + [
+        dict(position_encoding="rope"),
+        dict(position_encoding="alibi"),
+        dict(position_encoding="tupe-r", cls_relative="reference"),
+    ]
+    + [dict(position_encoding=option) for option in NEW_ENCODINGS]
+)
 
 
 def config_id(config):
@@ -147,6 +157,21 @@ def reference_bias(backbone, inputs):
             )
     elif option == "alibi":
         bias[0] = ref.alibi_bias(HEADS, n)
+    elif option == "kerple-log":
+        r1 = ref.softplus_positive(np_(layer.raw_scales))
+        r2 = ref.softplus_positive(np_(layer.raw_rates))
+        bias[0] = ref.kerple_log_bias(r1, r2, n)
+    elif option == "fire":
+        w = weights_by_path(layer)
+        bias[0] = ref.fire_bias(
+            ref.softplus_positive(w["raw_c"]),
+            layer.initial_threshold * ref.softplus_positive(w["raw_threshold"]),
+            w["hidden_kernel"],
+            w["hidden_bias"],
+            w["output_kernel"],
+            w["output_bias"],
+            n,
+        )
     elif option == "diet-abs":
         pq, pk = np_(layer.query_positions), np_(layer.key_positions)
         bias[0] = pq[0, :, :n] @ np.swapaxes(pk[0, :, :n], -1, -2)
@@ -169,7 +194,9 @@ def reference_layer0(backbone, inputs):
     ids, seg = inputs["token_ids"], inputs["segment_ids"]
     n = ids.shape[1]
     x = np_(backbone.token_embedding.embeddings)[ids]
-    if backbone.position_embedding is not None:
+    if backbone.position_encoding == "sinusoidal":
+        x = x + ref.sinusoidal_table(n, HIDDEN)
+    elif backbone.position_embedding is not None:
         x = x + np_(backbone.position_embedding.position_embeddings)[:n]
     if backbone.segment_embedding is not None:
         x = x + np_(backbone.segment_embedding.embeddings)[seg]
@@ -582,6 +609,12 @@ def test_parameter_count_deltas_at_bert_base_dims():
     # RoPE and ALiBi have no parameters: only the input table goes.
     assert count(position_encoding="rope") - bert == -512 * 768
     assert count(position_encoding="alibi") - bert == -512 * 768
+    assert count(position_encoding="sinusoidal") - bert == -512 * 768
+    assert count(position_encoding="nope") - bert == -512 * 768
+    # KERPLE: r1, r2 per head; FIRE: c, L and the MLP 2 -> 32 -> 12.
+    assert count(position_encoding="kerple-log") - bert == -512 * 768 + 2 * 12
+    fire = 2 + (2 * 32 + 32) + (32 * 12 + 12)
+    assert count(position_encoding="fire") - bert == -512 * 768 + fire
     reference = count(position_encoding="tupe-r", cls_relative="reference")
     assert reference - count(position_encoding="tupe-r") == 12
 
@@ -665,7 +698,9 @@ def test_bad_options_are_refused(kwargs, match):
         tupe_tf.TupeBackbone(**base)
 
 
-@pytest.mark.parametrize("option", ["bert", "tupe-r", "diet-rel"])
+@pytest.mark.parametrize(
+    "option", ["bert", "tupe-r", "diet-rel", "sinusoidal", "nope"]
+)
 def test_too_long_batch_is_refused_clearly(option):
     backbone = make_backbone(position_encoding=option)
     inputs = make_inputs(length=MAX_LEN + 4, real=(MAX_LEN + 4, 3))
@@ -693,7 +728,8 @@ def test_too_long_batch_is_refused_clearly(option):
 
 
 @pytest.mark.parametrize(
-    "option", ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"]
+    "option",
+    ["tupe-r", "diet-abs", "bert-ad", "rope", "alibi"] + NEW_ENCODINGS,
 )
 def test_variable_lengths_xla_and_fold(option):
     backbone = make_backbone(
@@ -715,14 +751,22 @@ def test_variable_lengths_xla_and_fold(option):
 
 
 @pytest.mark.parametrize(
-    "option", ["tupe-r", "diet-rel", "bert-r", "rope", "alibi"]
+    "option",
+    ["tupe-r", "diet-rel", "bert-r", "rope", "alibi"]
+    + ["sinusoidal", "kerple-log", "fire"],
 )
 def test_mixed_bfloat16(option):
     float_model = make_backbone(position_encoding=option)
     randomize(float_model, seed=4)
     mixed = make_backbone(position_encoding=option, dtype="mixed_bfloat16")
     mixed.set_weights(float_model.get_weights())
-    assert mixed.position_bias.compute_dtype == "float32"
+    positional = mixed.position_bias
+    if positional is None:  # sinusoidal: the input table
+        positional = mixed.position_embedding
+    assert positional.compute_dtype == "float32"
+    if mixed.position_bias is not None:
+        bias = mixed.position_bias(np.zeros((1, 12), "int32"))
+        assert bias.dtype == "float32"
     assert mixed.transformer_layers[0].compute_dtype == "bfloat16"
     inputs = make_inputs()
     expected = np.asarray(float_model(inputs)["sequence_output"])
@@ -752,7 +796,8 @@ def test_mixed_bfloat16_trains_through_xla():
 
 
 @pytest.mark.parametrize(
-    "option", ["bert", "tupe-a", "bert-ad", "diet-rel", "rope", "alibi"]
+    "option",
+    ["bert", "tupe-a", "bert-ad", "diet-rel", "rope", "alibi", "kerple-log"],
 )
 def test_attention_logits_and_rank_bound(option):
     backbone = make_backbone(position_encoding=option)
@@ -772,7 +817,7 @@ def test_attention_logits_and_rank_bound(option):
         for m in content[1][0]
     ]
     assert max(ranks) <= HEAD_DIM + (1 if option == "bert-ad" else 0)
-    if option in ("tupe-a", "diet-rel", "alibi"):
+    if option in ("tupe-a", "diet-rel", "alibi", "kerple-log"):
         full = [
             np.linalg.matrix_rank(
                 m.astype("float64"), tol=1e-4 * np.abs(m).max()
@@ -812,3 +857,49 @@ def test_alibi_positional_bias_is_the_alibi_matrix_for_every_layer():
             bias[layer_index], ref.alibi_bias(HEADS, 11), atol=1e-6
         )
     assert backbone.position_bias.weights == []
+
+
+def test_nope_is_permutation_equivariant():
+    """Without positions, permuting the tokens with their segments and mask
+    permutes the outputs (dropout off: inference)."""
+    backbone = make_backbone(position_encoding="nope")
+    randomize(backbone, seed=6)
+    inputs = make_inputs(length=12, real=(12, 9))
+    order = np.random.default_rng(1).permutation(12)
+    permuted = {name: value[:, order] for name, value in inputs.items()}
+    out = np.asarray(backbone(inputs)["sequence_output"])
+    out_permuted = np.asarray(backbone(permuted)["sequence_output"])
+    np.testing.assert_allclose(out_permuted, out[:, order], atol=1e-5)
+    # Positions break it: the same check fails with ALiBi.
+    alibi = make_backbone(position_encoding="alibi")
+    randomize(alibi, seed=6)
+    out = np.asarray(alibi(inputs)["sequence_output"])
+    out_permuted = np.asarray(alibi(permuted)["sequence_output"])
+    assert np.abs(out_permuted - out[:, order]).max() > 1e-2
+
+
+def test_sinusoidal_table_is_the_spec_formula_and_fixed():
+    backbone = make_backbone(position_encoding="sinusoidal")
+    assert backbone.position_embedding.weights == []
+    assert backbone.position_bias is None
+    tokens = np.zeros((1, MAX_LEN, HIDDEN), "float32")
+    table = np.asarray(backbone.position_embedding(tokens))[0]
+    np.testing.assert_allclose(
+        table, ref.sinusoidal_table(MAX_LEN, HIDDEN), atol=1e-6
+    )
+
+
+def test_load_bert_weights_into_sinusoidal_skips_the_fixed_table():
+    bert = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=FFN,
+        max_sequence_length=2 * MAX_LEN,
+    )
+    backbone = make_backbone(position_encoding="sinusoidal")
+    assert tupe_tf.load_bert_weights(backbone, bert) == []
+    np.testing.assert_array_equal(
+        backbone.token_embedding.embeddings, bert.token_embedding.embeddings
+    )

@@ -14,10 +14,10 @@ _SHARED_SUBLAYERS = (
 def load_bert_weights(tupe_backbone, bert_backbone):
     """Copies every matching weight of a BERT backbone into a TUPE backbone.
 
-    Copies the token, position (for `bert`/`bert-r`) and segment (for
-    `segment_encoding="input"`) embeddings, the embedding LayerNorm, every
-    transformer layer (same variables: only the attention bias differs) and
-    the pooler. With `position_encoding="bert"` the two models then give the
+    Copies the token, position (for `bert`/`bert-r`; `sinusoidal`'s table
+    is fixed) and segment (for `segment_encoding="input"`) embeddings, the
+    embedding LayerNorm, every transformer layer (same variables: only the
+    attention bias differs) and the pooler. With `position_encoding="bert"` the two models then give the
     same outputs. New positional parameters keep their initial values and are
     returned, so the caller knows what still needs training.
 
@@ -60,9 +60,13 @@ def load_bert_weights(tupe_backbone, bert_backbone):
     pairs = []
     for name in _SHARED_SUBLAYERS:
         target = getattr(tupe_backbone, name, None)
-        if target is not None:
+        # `sinusoidal`'s fixed input table has no weights to copy.
+        if target is not None and target.weights:
             pairs.append((target, getattr(bert_backbone, name)))
-    if tupe_backbone.position_embedding is not None and (
+    copies_positions = any(
+        target is tupe_backbone.position_embedding for target, _ in pairs
+    )
+    if copies_positions and (
         tupe_backbone.max_sequence_length != bert_backbone.max_sequence_length
     ):
         raise ValueError(
