@@ -54,6 +54,9 @@ setup(
             # Two test processes, one per core of the 2-core machine.
             "pytest-xdist==3.8.0",
             "tensorflow-hub==0.16.1",
+            # tensorflow-hub imports pkg_resources, which setuptools 81
+            # removed.
+            "setuptools>=65,<81",
             "tf-keras==2.21.0",
             "scipy>=1.11",
             # Imported by keras-hub's TestCase, the base of tests/test_case.py.
