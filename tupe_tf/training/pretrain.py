@@ -83,21 +83,6 @@ def validate_settings(config, strategy=None):
     fileio.check_writable_dir(config.model_dir, "--model_dir")
 
 
-def validate_config(config, strategy=None):
-    """`validate_settings`, then the vocabulary and shards
-    (`pretrain_data.check_data`); nothing is trained before both pass.
-
-    Args:
-        config: a `PretrainConfig` (with data files resolved).
-        strategy: if given, the global batch is checked against its replicas.
-
-    Raises:
-        UserError: naming the offending flag or file.
-    """
-    validate_settings(config, strategy)
-    pretrain_data.check_data(config)
-
-
 def _fit_segments(step, total, every):
     """Splits steps [step, total) into (steps_per_epoch, num_epochs) runs.
 
