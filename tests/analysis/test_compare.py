@@ -57,7 +57,11 @@ def tiny_data(tmp_path_factory):
         (glue / "SST-2" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
     return {
         "train": train[:1],
-        "eval": {SEQ: train[1:], 2 * SEQ: shards(2 * SEQ, 1)},
+        "eval": {
+            SEQ: train[1:],
+            2 * SEQ: shards(2 * SEQ, 1),
+            4 * SEQ: shards(4 * SEQ, 1),
+        },
         "vocab": vocab,
         "glue": str(glue),
     }
@@ -73,6 +77,7 @@ def _config(tmp_path, data, **overrides):
         other_seeds=[0],
         seq_length=SEQ,
         extrapolation_factors=[2],
+        beyond_table_factors=[4],
         global_batch_size=8,
         num_train_steps=4,
         eval_interval=2,
@@ -263,6 +268,55 @@ def test_a_missing_model_is_pretrained_again_for_its_finetuning(
 
 
 @pytest.mark.large
+def test_length_free_options_are_evaluated_past_the_tables(tmp_path, tiny_data):
+    import shutil
+
+    config = _config(
+        tmp_path, tiny_data, variants=["rope", "bert"], seeds=[0], glue_dir=None
+    )
+    compare.run_comparison(config)
+    results = tmp_path / "results" / config.name / "pretrain"
+    rope = json.loads((results / "rope__seed0.json").read_text())
+    bert = json.loads((results / "bert__seed0.json").read_text())
+    lengths = [str(SEQ), str(2 * SEQ), str(4 * SEQ)]
+    assert sorted(rope["heldout_loss_by_length"], key=int) == lengths
+    assert sorted(bert["heldout_loss_by_length"], key=int) == lengths[:2]
+    scaled = rope["rope_scaled_loss_by_length"]
+    assert sorted(scaled) == ["linear", "ntk", "yarn"]
+    for losses in scaled.values():
+        assert sorted(losses, key=int) == lengths[1:]
+        # A scaling changes the model's positions past the training length.
+        assert (
+            losses[str(4 * SEQ)] != rope["heldout_loss_by_length"][str(4 * SEQ)]
+        )
+    tables = (results.parent / "tables.md").read_text()
+    assert f"length {4 * SEQ} (past the tables)" in tables
+    assert "| rope + yarn | as rope |" in tables
+
+    # A record from before the beyond-table lengths gets them from its
+    # model, without pre-training again.
+    old = dict(
+        rope, heldout_loss_by_length=dict(rope["heldout_loss_by_length"])
+    )
+    del old["heldout_loss_by_length"][str(4 * SEQ)]
+    del old["rope_scaled_loss_by_length"]
+    study_records.write_json(str(results / "rope__seed0.json"), old)
+    compare.run_comparison(config)
+    again = json.loads((results / "rope__seed0.json").read_text())
+    assert again["curve"] == rope["curve"]
+    assert again["wall_seconds"] == rope["wall_seconds"]
+    assert again["heldout_loss_by_length"] == rope["heldout_loss_by_length"]
+    assert again["rope_scaled_loss_by_length"] == scaled
+    # Without its model, the run is pre-trained again.
+    study_records.write_json(str(results / "rope__seed0.json"), old)
+    shutil.rmtree(tmp_path / "runs")
+    compare.run_comparison(config)
+    again = json.loads((results / "rope__seed0.json").read_text())
+    assert str(4 * SEQ) in again["heldout_loss_by_length"]
+    assert again["wall_seconds"] != rope["wall_seconds"]
+
+
+@pytest.mark.large
 def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
     config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
     compare.run_comparison(config, max_runs=1)
@@ -312,6 +366,8 @@ def test_bad_compare_config_is_refused(tmp_path):
         compare.CompareConfig(glue_dir=str(tmp_path / "missing")).validate()
     with pytest.raises(UserError, match="--extrapolation_factors"):
         compare.CompareConfig(extrapolation_factors=[1]).validate()
+    with pytest.raises(UserError, match="--beyond_table_factors"):
+        compare.CompareConfig(beyond_table_factors=[4]).validate()
 
 
 def test_misspelt_setting_is_refused_with_the_closest_name():

@@ -119,7 +119,17 @@ class CompareConfig:
     )
     extrapolation_factors: Sequence[int] = setting(
         (2, 4),
-        help="Held-out lengths as multiples of --seq_length.",
+        help="Held-out lengths as multiples of --seq_length; the longest "
+        "is the models' max_sequence_length (their position tables).",
+        element_type=int,
+        valid=at_least(2),
+    )
+    beyond_table_factors: Sequence[int] = setting(
+        (8,),
+        help="Held-out lengths beyond the position tables, as multiples of "
+        "--seq_length: evaluated only for the options that run at any "
+        "length (their trained model rebuilt longer), and for rope also "
+        "with each length scaling.",
         element_type=int,
         valid=at_least(2),
     )
@@ -283,9 +293,15 @@ class CompareConfig:
 
     @property
     def eval_lengths(self):
+        """The held-out lengths every model is built for and evaluated at."""
         return [self.seq_length] + [
             self.seq_length * f for f in self.extrapolation_factors
         ]
+
+    @property
+    def beyond_table_lengths(self):
+        """Held-out lengths past `eval_lengths`, for length-free options."""
+        return [self.seq_length * f for f in self.beyond_table_factors]
 
     def study_settings(self):
         """Settings every run of the study must share (see `study.json`)."""
@@ -346,6 +362,13 @@ class CompareConfig:
             raise UserError(
                 "--eval_interval must be between 1 and --num_train_steps "
                 f"(got {self.eval_interval} and {self.num_train_steps})."
+            )
+        longest = max(self.extrapolation_factors, default=1)
+        if any(f <= longest for f in self.beyond_table_factors):
+            raise UserError(
+                f"--beyond_table_factors {list(self.beyond_table_factors)}: "
+                "each must be larger than the largest of "
+                f"--extrapolation_factors ({longest})."
             )
         refuse_ignored(
             self,

@@ -199,6 +199,27 @@ def prepare_study_data(
     return _from_marker(saved)
 
 
+def prepare_beyond_table_data(work_dir, vocab_file, lengths):
+    """Held-out shards at `lengths`, packed from the study's held-out text.
+
+    They are evaluation-only data past the models' position tables, so they
+    stay out of the study's fingerprint (adding a length keeps the trained
+    runs valid); `data_fingerprint(vocab_file, [], files)` names them in the
+    records that use them. Shards already built are reused (shards are
+    published whole or not at all).
+
+    Returns:
+        `{length: [shard]}`.
+    """
+    heldout_txt = os.path.join(work_dir, "heldout.txt")
+    files = {}
+    for n in sorted({int(n) for n in lengths}):
+        directory = os.path.join(work_dir, f"heldout_{n}")
+        built = os.path.isdir(directory) and _shard_files(directory)
+        files[n] = built or _build_shards(heldout_txt, vocab_file, directory, n)
+    return files
+
+
 def _from_marker(saved):
     return StudyData(
         vocab_file=saved["vocab_file"],
@@ -250,11 +271,34 @@ def unigram_loss(train_files, eval_files, vocab_file, seq_length):
     return float(-np.mean(np.log(probabilities[heldout])))
 
 
-def evaluate_mlm(preset_dir, files, vocab_file, seq_length, batch_size=16):
+def _rebuilt(model, backbone_overrides):
+    """`model` with its backbone rebuilt from a changed config, same weights.
+
+    Only options whose weight shapes do not depend on the changed arguments
+    (`PositionEncoding.length_free` for `max_sequence_length`) can be.
+    """
+    backbone = type(model.backbone).from_config(
+        {**model.backbone.get_config(), **backbone_overrides}
+    )
+    rebuilt = type(model)(backbone=backbone, preprocessor=None)
+    rebuilt.set_weights(model.get_weights())
+    return rebuilt
+
+
+def evaluate_mlm(
+    preset_dir,
+    files,
+    vocab_file,
+    seq_length,
+    batch_size=16,
+    backbone_overrides=None,
+):
     """Masked-LM loss of a preset on one full pass over `files`.
 
     The masks are the reader's deterministic ones (seed 0), so every model
-    is scored on the same masked positions. Returns mean loss per masked
+    is scored on the same masked positions. `backbone_overrides` (e.g. a
+    longer `max_sequence_length`, a `rope_scaling`) rebuild the trained
+    model with changed backbone arguments. Returns mean loss per masked
     token (nats).
     """
     import keras
@@ -263,6 +307,8 @@ def evaluate_mlm(preset_dir, files, vocab_file, seq_length, batch_size=16):
     import tupe_tf
 
     model = tupe_tf.TupeMaskedLM.from_preset(preset_dir, preprocessor=None)
+    if backbone_overrides:
+        model = _rebuilt(model, backbone_overrides)
     dataset = data_pipeline.pretraining_dataset(
         files,
         vocab_file,

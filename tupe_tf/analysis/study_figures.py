@@ -5,6 +5,7 @@ import numpy as np
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis.plotting import pyplot
 from tupe_tf.analysis.plotting import save_figure
+from tupe_tf.analysis.study_beyond_table import SCALED_KEY
 
 # Fixed metadata: the same JSON files give the same PNG bytes.
 _METADATA = {"Software": None}
@@ -66,6 +67,29 @@ def plot_loss_bands(pretrain, order, plateau_loss, path):
     return save_figure(fig, path, metadata=_METADATA)
 
 
+def _plot_scaled_rope(ax, pretrain, colors):
+    """Dashed median lines of the rope models evaluated with a scaling."""
+    runs = [r for r in pretrain if SCALED_KEY in r]
+    styles = {"linear": "--", "ntk": "-.", "yarn": ":"}
+    for scaling in runs[0][SCALED_KEY] if runs else []:
+        lengths = sorted(int(n) for n in runs[0][SCALED_KEY][scaling])
+        median = [
+            study_stats.spread(
+                [r[SCALED_KEY][scaling].get(str(n)) for r in runs]
+            )["median"]
+            for n in lengths
+        ]
+        ax.plot(
+            lengths,
+            median,
+            color=colors["rope"],
+            linestyle=styles.get(scaling, "--"),
+            marker="x",
+            markersize=3,
+            label=f"rope + {scaling}",
+        )
+
+
 def plot_extrapolation(pretrain, order, seq_length, path):
     """Held-out loss against evaluation length (median, min-max bars)."""
     colors = _colors(order)
@@ -97,6 +121,7 @@ def plot_extrapolation(pretrain, order, seq_length, path):
             capsize=2,
             label=variant,
         )
+    _plot_scaled_rope(ax, pretrain, colors)
     ax.axvline(seq_length, color="k", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(n) for n in lengths])

@@ -12,6 +12,7 @@ Example:
 
 import os
 
+from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
@@ -142,9 +143,13 @@ def _variant_summary(config, runs, bert_final):
             length: study_stats.spread(
                 [r["heldout_loss_by_length"].get(str(length)) for r in runs]
             )
-            for length in config.eval_lengths
+            for length in _all_lengths(config)
         },
     }
+
+
+def _all_lengths(config):
+    return config.eval_lengths + config.beyond_table_lengths
 
 
 def pretrain_summary(config, pretrain, order):
@@ -262,23 +267,50 @@ def _pretrain_table(config, summary):
     )
 
 
-def _length_table(config, summary):
-    header = ["variant"] + [
-        f"length {n}" + (" (trained)" if n == config.seq_length else "")
-        for n in config.eval_lengths
-    ]
+def _length_header(config, n):
+    if n == config.seq_length:
+        return f"length {n} (trained)"
+    if n in config.beyond_table_lengths:
+        return f"length {n} (past the tables)"
+    return f"length {n}"
+
+
+def _scaled_rope_rows(config, pretrain):
+    """`rope + <scaling>` rows: the rope models evaluated with a scaling."""
+    runs = [r for r in pretrain if study_beyond_table.SCALED_KEY in r]
+    rows = []
+    for scaling in study_beyond_table.scalings("rope") if runs else []:
+        cells = []
+        for n in _all_lengths(config):
+            losses = [
+                r[study_beyond_table.SCALED_KEY][scaling].get(str(n))
+                for r in runs
+            ]
+            spread = study_stats.spread(losses)
+            trained = n == config.seq_length
+            cells.append(
+                "as rope" if trained else study_stats.format_spread(spread)
+            )
+        rows.append([f"rope + {scaling}"] + cells)
+    return rows
+
+
+def _length_table(config, summary, pretrain):
+    lengths = _all_lengths(config)
+    header = ["variant"] + [_length_header(config, n) for n in lengths]
     rows = [
         [variant]
-        + [
-            study_stats.format_spread(s["by_length"][n])
-            for n in config.eval_lengths
-        ]
+        + [study_stats.format_spread(s["by_length"][n]) for n in lengths]
         for variant, s in summary.items()
-    ]
+    ] + _scaled_rope_rows(config, pretrain)
     return (
         "Held-out MLM loss by sequence length (one full pass over the "
-        f"held-out documents; trained at {config.seq_length}):\n\n"
-        + markdown_table(header, rows)
+        f"held-out documents; trained at {config.seq_length}). The models' "
+        f"position tables end at {max(config.eval_lengths)}: past it only "
+        "the options without a length-bound weight run (`-` for the "
+        "others); `rope + <scaling>` is the rope models evaluated with "
+        "that length scaling, factor = length / "
+        f"{config.seq_length}:\n\n" + markdown_table(header, rows)
     )
 
 
@@ -342,7 +374,7 @@ def render_tables(config, pretrain, finetune, order):
     summary = pretrain_summary(config, pretrain, order)
     sections = [
         _pretrain_table(config, summary),
-        _length_table(config, summary),
+        _length_table(config, summary, pretrain),
     ]
     for task, rows in glue_summary(config, finetune, order).items():
         sections.append(_glue_table(config, task, rows))

@@ -16,6 +16,7 @@ import resource
 import shutil
 import time
 
+from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_report
@@ -25,6 +26,7 @@ from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.analysis.study_config import CompareConfig
 from tupe_tf.analysis.study_plan import Run
 from tupe_tf.utils import fileio
+from tupe_tf.utils.errors import UserError
 
 
 def _data(config):
@@ -49,6 +51,30 @@ def _data(config):
         config.seq_length,
         config.eval_lengths,
         heldout_fraction=config.heldout_fraction,
+    )
+
+
+def _beyond_table_data(config, data):
+    """The held-out shards past the tables, from --eval_files or built."""
+    from tupe_tf.analysis import study_data
+
+    lengths = config.beyond_table_lengths
+    if config.train_files:
+        absent = [n for n in lengths if n not in data.eval_files]
+        if absent:
+            raise UserError(
+                f"--eval_files has no shards of length {absent} "
+                "(--beyond_table_factors): add them or set the factors."
+            )
+        files = {n: data.eval_files[n] for n in lengths}
+    else:
+        files = study_data.prepare_beyond_table_data(
+            config.work_dir, data.vocab_file, lengths
+        )
+    return study_beyond_table.BeyondTableData(
+        vocab_file=data.vocab_file,
+        files={**data.eval_files, **files},
+        fingerprint=study_data.data_fingerprint(data.vocab_file, [], files),
     )
 
 
@@ -111,7 +137,7 @@ def run_pretrain(config, run, data):
         extrapolation[str(length)] = study_data.evaluate_mlm(
             preset, data.eval_files[length], data.vocab_file, length
         )["loss"]
-    return {
+    record = {
         "kind": "pretrain",
         "variant": run.variant,
         "options": VARIANTS[run.variant],
@@ -124,8 +150,13 @@ def run_pretrain(config, run, data):
         "heldout_loss_by_length": extrapolation,
         "unigram_loss": data.unigram_loss,
         "data_fingerprint": data.fingerprint,
-        "wall_seconds": time.time() - start,
     }
+    fields = study_beyond_table.evaluate(
+        config, run.variant, preset, _beyond_table_data(config, data)
+    )
+    record = study_beyond_table.add_to_record(record, fields)
+    record["wall_seconds"] = time.time() - start
+    return record
 
 
 def _control_preset(config, data):
@@ -224,12 +255,47 @@ def _execute(config, run, data):
     return result
 
 
+def _incomplete(config, planned):
+    """Finished pre-training runs that lack a beyond-table evaluation."""
+    return [
+        run
+        for run in planned
+        if run.kind == "pretrain"
+        and os.path.isfile(study_plan.result_path(config, run))
+        and study_beyond_table.missing(
+            config,
+            study_records.read_json(study_plan.result_path(config, run)),
+        )
+    ]
+
+
+def _complete(config, runs, data):
+    """Adds the beyond-table evaluations to finished runs from their models."""
+    for run in runs:
+        path = study_plan.result_path(config, run)
+        fields = study_beyond_table.evaluate(
+            config,
+            run.variant,
+            study_plan.preset_dir(config, run.variant, run.seed),
+            _beyond_table_data(config, data),
+        )
+        record = study_records.read_json(path)
+        study_records.write_json(
+            path, study_beyond_table.add_to_record(record, fields)
+        )
+        print(f"[compare] {run.key}: beyond-table lengths added", flush=True)
+    if runs:
+        study_report.report(config)
+
+
 def run_comparison(config: CompareConfig, max_runs=None):
     """Runs the missing runs of the study in `plan_runs` order, then reports.
 
     A fine-tuning run whose pre-trained model is not on this machine (the
     study continues in a new checkout) first pre-trains that model again
-    with the same seed, replacing its JSON file.
+    with the same seed, replacing its JSON file. A finished pre-training
+    run that lacks a beyond-table evaluation (`study_beyond_table`) gets
+    it from its model, or is pre-trained again where the model is gone.
 
     Args:
         config: a `CompareConfig`.
@@ -243,19 +309,25 @@ def run_comparison(config: CompareConfig, max_runs=None):
         fileio.check_writable_dir(directory, flag)
     study_records.check_study_settings(config)
     planned = study_plan.plan_runs(config)
+    incomplete = _incomplete(config, planned)
     todo = [
         r
         for r in planned
         if not os.path.isfile(study_plan.result_path(config, r))
+        or (
+            r in incomplete
+            and not study_plan.has_preset(config, r.variant, r.seed)
+        )
     ]
     print(
         f"[compare] {config.name}: {len(planned) - len(todo)} of "
         f"{len(planned)} runs done, {len(todo)} to run",
         flush=True,
     )
-    data = _data(config) if todo else None
+    data = _data(config) if todo or incomplete else None
     if data is not None:
         study_records.check_study_data(config, data)
+    _complete(config, [r for r in incomplete if r not in todo], data)
     for index, run in enumerate(todo[:max_runs]):
         print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
         if (

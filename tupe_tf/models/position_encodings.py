@@ -80,6 +80,9 @@ class PositionEncoding:
         sharings: allowed `position_sharing` values; the first is the
             default.
         arguments: the option-specific backbone arguments it accepts.
+        length_free: no weight's shape depends on `max_sequence_length`, so
+            a trained model can be rebuilt for longer inputs (from its
+            preset with a larger `max_sequence_length`) and run there.
     """
 
     name: str
@@ -90,6 +93,7 @@ class PositionEncoding:
     scale_factor: int = 1
     sharings: Tuple[str, ...] = ("layer-wise",)
     arguments: Tuple[str, ...] = ()
+    length_free: bool = False
 
     def content_scale(self, head_dim):
         """`c`, or None for the attention's default `1/sqrt(d)`."""
@@ -244,6 +248,7 @@ POSITION_ENCODING_TABLE = {
             "rope",
             build=_rotary,
             attention_argument="rotary_tables",
+            length_free=True,
             arguments=(
                 "rope_max_wavelength",
                 "rope_scaling",
@@ -251,13 +256,16 @@ POSITION_ENCODING_TABLE = {
                 "rope_trained_length",
             ),
         ),
-        PositionEncoding("alibi", build=_alibi),
+        PositionEncoding("alibi", build=_alibi, length_free=True),
         PositionEncoding(
-            "sinusoidal", input_positions=True, input_table="sinusoidal"
+            "sinusoidal",
+            input_positions=True,
+            input_table="sinusoidal",
+            length_free=True,
         ),
-        PositionEncoding("nope"),
-        PositionEncoding("kerple-log", build=_kerple),
-        PositionEncoding("fire", build=_fire),
+        PositionEncoding("nope", length_free=True),
+        PositionEncoding("kerple-log", build=_kerple, length_free=True),
+        PositionEncoding("fire", build=_fire, length_free=True),
     )
 }
 
