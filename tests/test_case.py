@@ -47,9 +47,19 @@ class AlibiPositionBiasTest(TestCase):
 
 import keras
 import numpy as np
+import pytest
 from keras_hub.src.tests.test_case import TestCase as KerasHubTestCase
 
 REDUCED_PRECISION_POLICIES = ("mixed_float16", "mixed_bfloat16", "bfloat16")
+
+
+def tensorflow_only(reason):
+    """Skips a test on JAX and PyTorch: what it checks exists only in
+    TensorFlow (`reason` says what, e.g. a graph with a dynamic length)."""
+    return pytest.mark.skipif(
+        keras.backend.backend() != "tensorflow",
+        reason=f"TensorFlow only: {reason}",
+    )
 
 
 def randomize(model, seed=0):

@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 from absl.testing import parameterized
+from keras_hub.layers import AlibiBias
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
@@ -21,6 +22,18 @@ class AlibiPositionBiasTest(TestCase):
     def test_slopes_match_the_spec(self, heads):
         np.testing.assert_allclose(
             alibi_slopes(heads), ref.alibi_slopes(heads), rtol=1e-6
+        )
+
+    @parameterized.parameters(4, 6, 8, 12)
+    def test_slopes_are_keras_hubs(self, heads):
+        # keras-hub's AlibiBias adds `m_h * (0 - 1)` to the first of two
+        # keys on zero scores.
+        scores = np.zeros((1, heads, 1, 2), "float32")
+        bias = AlibiBias(alibi_bias_max=8, dtype="float32")(scores)
+        np.testing.assert_allclose(
+            alibi_slopes(heads),
+            -keras.ops.convert_to_numpy(bias)[0, :, 0, 0],
+            rtol=1e-6,
         )
 
     def test_known_slopes(self):

@@ -1,14 +1,16 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
+from tests.test_case import tensorflow_only
 from tupe_tf.layers import PositionBiasLayer
 
 
 class LengthBias(PositionBiasLayer):
     """`beta[i, j] = w * (j - i)`: one weight, easy to check."""
+
+    num_heads = 1
 
     def build(self, input_shape=None):
         self.w = self.add_weight(name="w", shape=(), initializer="ones")
@@ -50,6 +52,20 @@ def test_too_long_is_refused():
     layer = LengthBias(max_sequence_length=6)
     with pytest.raises(ValueError, match="max_sequence_length=6"):
         layer(np.zeros((1, 7), "int32"))
+
+
+def test_output_shape_is_declared():
+    layer = LengthBias(max_sequence_length=6)
+    symbolic = layer(keras.Input((None,), dtype="int32"))
+    assert symbolic.shape == (1, 1, 1, None, None)
+    assert symbolic.dtype == "float32"
+
+
+@tensorflow_only("a graph with a dynamic length")
+def test_too_long_dynamic_length_is_refused_in_the_graph():
+    import tensorflow as tf
+
+    layer = LengthBias(max_sequence_length=6)
     dynamic = tf.function(
         layer, input_signature=[tf.TensorSpec([None, None], tf.int32)]
     )

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from tests.test_case import tensorflow_only
 from tupe_tf.layers.sequence_length import checked_sequence_length
 
 
@@ -12,7 +12,10 @@ def test_static_length_is_returned_or_refused():
         checked_sequence_length(np.zeros((2, 5)), 4)
 
 
+@tensorflow_only("a graph with a dynamic length")
 def test_dynamic_length_gets_a_graph_assertion():
+    import tensorflow as tf
+
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
     def length(x):
         return checked_sequence_length(x, 4)

@@ -7,6 +7,7 @@ from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
 from tupe_tf.export.serving import check_text_fields
 from tupe_tf.export.serving import export_serving
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
 
@@ -47,6 +48,7 @@ def export_preset(
                                  "hub_encoder", seq_length=128)
     ```
     """
+    require_tensorflow("SavedModel export")
     if export_format not in export_lib.FORMATS:
         raise UserError(
             f"`export_format` must be one of {export_lib.FORMATS}. "

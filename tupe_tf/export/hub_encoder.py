@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from tupe_tf.export import export_lib
+from tupe_tf.utils.backend import require_tensorflow
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -167,6 +168,7 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         tf.saved_model.save(root, export_dir, signatures=signatures)
     ```
     """
+    require_tensorflow("TF Hub encoder export")
     functions = EncoderFunctions(
         backbone, seq_length if fold_positional_bias else None
     )
@@ -233,6 +235,7 @@ def export_hub_encoder(
                        "input_type_ids": types})
     ```
     """
+    require_tensorflow("TF Hub encoder export")
     folded = [seq_length] if fold_positional_bias else []
     with (
         export_lib.atomic_export_dir(export_dir, overwrite) as tmp_dir,

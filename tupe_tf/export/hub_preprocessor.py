@@ -22,6 +22,7 @@ import tensorflow_text as tf_text
 from tupe_tf.export import export_lib
 from tupe_tf.layers.keras_hub_internals import MAX_BYTES_PER_WORD
 from tupe_tf.layers.keras_hub_internals import pretokenize
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -211,6 +212,7 @@ def build_hub_preprocessor(packer, seq_length):
         `vocab_file` and empty `variables` lists (TF Hub's reusable
         SavedModel API).
     """
+    require_tensorflow("TF Hub preprocessor export")
     root = tf.__internal__.tracking.AutoTrackable()
     root.packer = packer
     root.vocab_file = packer.vocab_file
@@ -265,6 +267,7 @@ def export_hub_preprocessor(
     inputs = preprocessor(tf.constant(["hello world"]))
     ```
     """
+    require_tensorflow("TF Hub preprocessor export")
     with tempfile.TemporaryDirectory() as vocab_dir:
         packer = text_packer_from_tokenizer(tokenizer, vocab_dir)
         root = build_hub_preprocessor(packer, seq_length)

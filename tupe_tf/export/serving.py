@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tupe_tf.export import export_lib
 from tupe_tf.export.hub_preprocessor import text_packer_from_tokenizer
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
 DEFAULT_TEXT_FIELDS = ("text",)
@@ -82,6 +83,7 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
         string inputs (the dict's TensorSpec names). Build and save them
         inside `export_lib.folded_positional_bias(backbone, [seq_length])`.
     """
+    require_tensorflow("SavedModel serving export")
     text_fields = check_text_fields(text_fields)
     if preset.classifier is not None:
         head = _classifier_head(preset.classifier)
@@ -156,6 +158,7 @@ def export_serving(
     #   --input_exprs 'premise=["a"];hypothesis=["b"]'
     ```
     """
+    require_tensorflow("SavedModel serving export")
     text_fields = check_text_fields(text_fields)
     with tempfile.TemporaryDirectory() as vocab_dir:
         packer = text_packer_from_tokenizer(preset.tokenizer, vocab_dir)

@@ -2,23 +2,27 @@
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
-from keras_hub.layers import AlibiBias
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 
 
-def alibi_slopes(num_heads):
-    """keras-hub's ALiBi slopes `m_h` (`alibi_bias_max=8`), float32 NumPy.
+def alibi_slopes(num_heads, alibi_bias_max=8):
+    """keras-hub's ALiBi slopes `m_h` (those of `keras_hub.layers.AlibiBias`),
+    float32 NumPy.
 
-    Read through `keras_hub.layers.AlibiBias`'s public call: on zero scores
-    of two keys it adds `m_h * (0 - 1)` to the first key.
+    For `H` a power of two, `m_h = 2^(-alibi_bias_max (h + 1) / H)`;
+    otherwise the slopes of the largest power of two `P < H`, then every
+    other slope of `2P` heads, up to `H` slopes. Constants: computed in
+    NumPy, so building the layer runs no backend op.
     """
-    with tf.init_scope():  # eager even if a graph is being traced
-        scores = np.zeros((1, num_heads, 1, 2), "float32")
-        bias = AlibiBias(alibi_bias_max=8, dtype="float32")(scores)
-        return -ops.convert_to_numpy(bias)[0, :, 0, 0].astype("float32")
+
+    def geometric(heads):
+        return 2.0 ** (-alibi_bias_max * np.arange(1, heads + 1) / heads)
+
+    power = 2 ** int(np.floor(np.log2(num_heads)))
+    extra = geometric(2 * power)[0::2][: num_heads - power]
+    return np.concatenate([geometric(power), extra]).astype("float32")
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")

@@ -86,6 +86,10 @@ class DietAbsolutePositionBias(PositionBiasLayer):
         bias = ops.einsum("uhir,uhjr->uhij", query, key)
         return ops.expand_dims(bias, 1)
 
+    def bias_shape(self, sequence_length):
+        n = sequence_length
+        return (self.units, 1, self.table_heads, n, n)
+
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -85,6 +85,10 @@ class DietRelativePositionBias(PositionBiasLayer):
         bias = ops.take(self.relative_positions, index, axis=2)
         return ops.expand_dims(bias, 1)
 
+    def bias_shape(self, sequence_length):
+        n = sequence_length
+        return (self.units, 1, self.table_heads, n, n)
+
     def get_config(self):
         config = super().get_config()
         config.update(

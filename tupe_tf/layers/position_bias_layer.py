@@ -44,6 +44,19 @@ class PositionBiasLayer(keras.layers.Layer):
     def compute_bias(self, sequence_length):
         raise NotImplementedError
 
+    def bias_shape(self, sequence_length):
+        """The shape of `compute_bias(n)`; `n` may be None (unknown).
+
+        `(1, 1, num_heads, n, n)`, one bias for every layer; subclasses with
+        another layout override it.
+        """
+        return (1, 1, self.num_heads, sequence_length, sequence_length)
+
+    def compute_output_shape(self, input_shape):
+        # Declared, not inferred: JAX's shape inference cannot prove that a
+        # slice of a `max_sequence_length` table has the input's length.
+        return self.bias_shape(input_shape[1])
+
     def content_free_bias(self, sequence_length):
         """The position-only logits `(units, 1, heads, n, n)`, float32.
 

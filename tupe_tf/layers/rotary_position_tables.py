@@ -156,6 +156,9 @@ class RotaryPositionTables(PositionBiasLayer):
             ]
         )
 
+    def bias_shape(self, sequence_length):
+        return (2, sequence_length, 1, self.head_dim)
+
     def _unscaled_cos_sin(self, sequence_length):
         """keras-hub's tables, `(n, 1, d/2)` each."""
         ones = ops.ones((1, sequence_length, 1, self.head_dim), "float32")

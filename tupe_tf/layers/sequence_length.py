@@ -1,16 +1,19 @@
 """Sequence-length checks shared by the positional layers and the backbone."""
 
-import tensorflow as tf
+import keras
 from keras import ops
 
 
 def checked_sequence_length(tensor, max_sequence_length, axis=1):
     """Returns `tensor.shape[axis]`, refusing lengths above the maximum.
 
-    A static length is checked in Python (this is always the case under XLA,
-    which needs static shapes); a dynamic one gets a graph assertion, so a
-    too-long batch fails with a message that says so instead of an index
-    error from deep inside a gather.
+    A static length is checked in Python. JAX and PyTorch always run on
+    static shapes (so does XLA), which makes that the only check they need;
+    their symbolic lengths (JAX's shape inference) are returned unchecked,
+    to be checked when the layer runs on data. TensorFlow graphs may have a
+    dynamic length: it gets a graph assertion, so a too-long batch fails
+    with a message that says so instead of an index error from deep inside
+    a gather.
 
     Args:
         tensor: a tensor whose `axis` dimension is the sequence length.
@@ -18,7 +21,8 @@ def checked_sequence_length(tensor, max_sequence_length, axis=1):
         axis: int. The sequence axis.
 
     Returns:
-        The length: a Python int if static, else a scalar int32 tensor.
+        The length: a Python int if static, else a scalar int32 tensor
+        (TensorFlow) or the backend's symbolic dimension.
     """
     length = ops.shape(tensor)[axis]
     message = (
@@ -31,6 +35,10 @@ def checked_sequence_length(tensor, max_sequence_length, axis=1):
         if length > max_sequence_length:
             raise ValueError(f"{message} Received length {length}.")
         return length
+    if keras.backend.backend() != "tensorflow":
+        return length
+    import tensorflow as tf  # only TensorFlow graphs have dynamic lengths
+
     assertion = tf.debugging.assert_less_equal(
         length, max_sequence_length, message=message
     )

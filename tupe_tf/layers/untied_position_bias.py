@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from tupe_tf.backbone_options import CLS_RELATIVES
+from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 
@@ -169,6 +170,9 @@ class UntiedPositionBias(UntiedPositionOffsets):
         if relative is not None and self.cls_relative == "reference":
             bias = bias + relative  # [CLS] has its own buckets here.
         return bias[None, None]
+
+    # The correlation, not the projections: one bias for every layer.
+    bias_shape = PositionBiasLayer.bias_shape
 
     def content_free_bias(self, sequence_length):
         return self.compute_bias(sequence_length)

@@ -122,6 +122,9 @@ class UntiedPositionOffsets(PositionBiasLayer):
     def compute_bias(self, sequence_length):
         return ops.stack(self.project(sequence_length))
 
+    def bias_shape(self, sequence_length):
+        return (2, sequence_length, self.num_heads, self.head_dim)
+
     def content_free_bias(self, sequence_length):
         """The position-position term `scale (p U^Q)(p U^K)^T`,
         `(1, 1, heads, n, n)`."""

@@ -354,7 +354,7 @@ class TupeBackbone(Backbone):
             length = checked_sequence_length(
                 token_ids, self.max_sequence_length
             )
-            if not isinstance(length, int):
+            if ops.is_tensor(length):  # TensorFlow's asserted length
                 inputs["token_ids"] = ops.reshape(
                     token_ids, ops.stack([ops.shape(token_ids)[0], length])
                 )

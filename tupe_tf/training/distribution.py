@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
 
@@ -23,6 +24,7 @@ def configure_logical_cpus(num_devices):
     >>> configure_logical_cpus(2)  # first thing in the process
     >>> tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     """
+    require_tensorflow("Splitting the CPU for tf.distribute")
     cpus = tf.config.list_physical_devices("CPU")
     current = tf.config.get_logical_device_configuration(cpus[0])
     if current and len(current) == num_devices:
@@ -59,14 +61,19 @@ def create_strategy(name="default", tpu=None, num_cpu_devices=None):
     Returns:
         A `tf.distribute.Strategy`.
 
+    Raises:
+        UserError: any strategy but `default` on a backend other than
+            TensorFlow.
+
     Example:
 
     >>> strategy = create_strategy("mirrored", num_cpu_devices=2)
     >>> strategy.num_replicas_in_sync
     2
     """
-    if name == "default":
+    if name == "default":  # no distribution: a no-op scope on any backend
         return tf.distribute.get_strategy()
+    require_tensorflow(f"--strategy={name}")
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
         device = gpus[0].name if gpus else "/cpu:0"

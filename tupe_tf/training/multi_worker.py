@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from tupe_tf.training.callbacks import global_step
+from tupe_tf.utils.backend import require_tensorflow
 
 
 class DistributedTrainingLoop:
@@ -34,6 +35,7 @@ class DistributedTrainingLoop:
     """
 
     def __init__(self, model, strategy, verbose=1):
+        require_tensorflow("The tf.distribute training loop")
         self.model = model
         self.strategy = strategy
         self.verbose = verbose

@@ -1,0 +1,36 @@
+import keras
+import pytest
+
+from tupe_tf.export import export_preset
+from tupe_tf.training.distribution import create_strategy
+from tupe_tf.utils.backend import require_tensorflow
+from tupe_tf.utils.errors import UserError
+
+
+@pytest.fixture
+def on_jax(monkeypatch):
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+
+
+def test_nothing_is_refused_on_tensorflow(monkeypatch):
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    require_tensorflow("SavedModel export")
+
+
+def test_other_backends_are_refused_with_what_to_do(on_jax):
+    with pytest.raises(UserError) as error:
+        require_tensorflow("SavedModel export")
+    message = str(error.value)
+    assert message.startswith("SavedModel export needs the TensorFlow")
+    assert "'jax'" in message and "KERAS_BACKEND=tensorflow" in message
+
+
+def test_export_refuses_before_reading_the_preset(on_jax, tmp_path):
+    with pytest.raises(UserError, match="SavedModel export needs"):
+        export_preset(str(tmp_path / "missing"), str(tmp_path / "out"), "x")
+
+
+def test_strategies_are_refused_but_default(on_jax):
+    with pytest.raises(UserError, match="--strategy=mirrored needs"):
+        create_strategy("mirrored")
+    assert create_strategy("default").num_replicas_in_sync == 1
