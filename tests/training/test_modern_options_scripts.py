@@ -1,6 +1,6 @@
-"""RoPE and ALiBi through the three scripts a user runs.
+"""RoPE, ALiBi, KERPLE and FIRE through the three scripts a user runs.
 
-`scripts/pretrain.py` pre-trains with `--position_encoding=rope|alibi`,
+`scripts/pretrain.py` pre-trains with `--position_encoding=<option>`,
 `scripts/finetune_glue.py` fine-tunes the preset, and `scripts/export.py`
 exports it in all three formats; a fresh process loads the exports and its
 encoder output matches the preset's backbone.
@@ -63,7 +63,9 @@ def sentiment_glue_dir(tmp_path_factory):
     return str(root)
 
 
-@pytest.mark.parametrize("option", ["rope", "alibi"])
+# The options with a bias layer of their own; sinusoidal and nope change
+# only the input side, whose exports test_rope_alibi_exports.py reloads.
+@pytest.mark.parametrize("option", ["rope", "alibi", "kerple-log", "fire"])
 def test_pretrain_finetune_and_export_scripts(
     option, tmp_path, data_flags, sentiment_glue_dir
 ):
