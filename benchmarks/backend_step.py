@@ -1,0 +1,265 @@
+"""The tiny model's pre-training train step on TensorFlow, JAX and PyTorch.
+
+Keras backends cannot share a process, so the parent writes the batches to
+an .npz and starts one long-lived worker per backend; each builds the same
+`TupeMaskedLM`s (the same NumPy weights, the study's AdamW), compiles and
+warms them up. Each round then asks the workers, in a shuffled order, to
+run `steps_per_round` steps of every option and report wall and CPU time
+(one line each way over stdin/stdout). Medians and the min-max of the
+per-round ratios to TensorFlow are printed.
+
+    python benchmarks/backend_step.py --rounds=9 --position_encodings=bert,tupe-r
+    python benchmarks/backend_step.py --backends=tensorflow,jax --rounds=3
+"""
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list(
+    "backends", ["tensorflow", "jax", "torch"], "Keras backends to time."
+)
+flags.DEFINE_list(
+    "position_encodings", ["bert", "tupe-r"], "Position encodings to time."
+)
+flags.DEFINE_string(
+    "model_size", "tiny", "A row of tupe_tf.training.MODEL_SIZES."
+)
+flags.DEFINE_integer("seq_length", 64, "Sequence length (the study's: 64).")
+flags.DEFINE_integer("batch_size", 32, "Batch size (the study's: 32).")
+flags.DEFINE_integer(
+    "vocabulary_size", 8192, "Vocabulary size (the study's WordPiece: 8192)."
+)
+flags.DEFINE_integer("rounds", 9, "Interleaved rounds, median over them.")
+flags.DEFINE_integer("steps_per_round", 5, "Timed steps per model per round.")
+flags.DEFINE_bool(
+    "jit_compile",
+    True,
+    "XLA-compile TensorFlow's train step (the study's default). JAX always "
+    "compiles its step with XLA; PyTorch runs eagerly.",
+)
+flags.DEFINE_string("output", None, "Also write the results as JSON here.")
+flags.DEFINE_string("worker_batches", None, "Internal: run as a worker.")
+
+
+def make_batches(rng):
+    """`steps_per_round` masked-LM batches, as the reader gives them."""
+    n, b = FLAGS.seq_length, FLAGS.batch_size
+    p = max(1, round(0.15 * n))
+    batches = {}
+    for i in range(FLAGS.steps_per_round):
+        batches[f"{i}/token_ids"] = rng.integers(
+            5, FLAGS.vocabulary_size, (b, n)
+        ).astype("int32")
+        batches[f"{i}/segment_ids"] = (
+            (np.arange(n)[None, :] >= n // 2).repeat(b, 0).astype("int32")
+        )
+        batches[f"{i}/padding_mask"] = np.ones((b, n), "int32")
+        batches[f"{i}/mask_positions"] = np.sort(
+            np.stack([rng.choice(np.arange(1, n), p, replace=False)] * b), -1
+        ).astype("int32")
+        batches[f"{i}/mask_ids"] = rng.integers(
+            5, FLAGS.vocabulary_size, (b, p)
+        ).astype("int32")
+        batches[f"{i}/mask_weights"] = np.ones((b, p), "float32")
+    return batches
+
+
+def build(option, example):
+    """A compiled masked LM with NumPy weights, identical on every backend."""
+    import keras
+
+    import tupe_tf
+    from tupe_tf.training import MODEL_SIZES
+    from tupe_tf.training.optimization import create_optimizer
+
+    backbone = tupe_tf.TupeBackbone(
+        FLAGS.vocabulary_size,
+        max_sequence_length=FLAGS.seq_length,
+        position_encoding=option,
+        **MODEL_SIZES[FLAGS.model_size],
+    )
+    model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    model(example)
+    rng = np.random.default_rng(0)
+    for variable in model.weights:
+        value = rng.normal(0, 0.02, variable.shape)
+        if "gamma" in variable.path:
+            value += 1.0
+        variable.assign(value.astype(variable.dtype))
+    model.compile(
+        optimizer=create_optimizer(
+            model, num_train_steps=100_000, learning_rate=1e-3, warmup_steps=10
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        weighted_metrics=["sparse_categorical_accuracy"],
+        jit_compile=FLAGS.jit_compile
+        if keras.backend.backend() != "torch"
+        # torch.compile is not Keras's default for PyTorch.
+        else False,
+    )
+    return model
+
+
+def worker(path):
+    """Serves `run OPTION` requests on stdin until `quit`."""
+    import keras
+
+    data = np.load(path)
+    batches = [
+        (
+            {
+                k: data[f"{i}/{k}"]
+                for k in (
+                    "token_ids",
+                    "segment_ids",
+                    "padding_mask",
+                    "mask_positions",
+                )
+            },
+            data[f"{i}/mask_ids"],
+            data[f"{i}/mask_weights"],
+        )
+        for i in range(FLAGS.steps_per_round)
+    ]
+    models = {}
+    for option in FLAGS.position_encodings:
+        models[option] = build(option, batches[0][0])
+        for x, y, w in batches[:2]:  # trace, compile and warm up
+            models[option].train_on_batch(x, y, sample_weight=w)
+    print(f"ready {keras.backend.backend()}", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if words[0] == "quit":
+            return
+        model = models[words[1]]
+        wall, cpu = time.perf_counter(), time.process_time()
+        for x, y, w in batches:
+            loss = model.train_on_batch(x, y, sample_weight=w)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        steps = len(batches)
+        print(f"{wall / steps} {cpu / steps} {loss[0]}", flush=True)
+
+
+def start_worker(backend, path):
+    argv = [a for a in sys.argv[1:] if not a.startswith("--output")]
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONUNBUFFERED="1")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = repo + os.pathsep + env.get("PYTHONPATH", "")
+    process = subprocess.Popen(
+        [sys.executable, __file__, *argv, f"--worker_batches={path}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    line = process.stdout.readline()
+    if line.split() != ["ready", backend]:
+        raise RuntimeError(f"{backend} worker failed to start: {line!r}")
+    return process
+
+
+def ask(process, option):
+    process.stdin.write(f"run {option}\n")
+    process.stdin.flush()
+    wall, cpu, loss = map(float, process.stdout.readline().split())
+    if not np.isfinite(loss):
+        raise RuntimeError(f"{option}: loss {loss}")
+    return wall, cpu
+
+
+def measure(workers):
+    """`times[option][backend]` = per-round `(wall, cpu)` seconds a step."""
+    times = {o: {b: [] for b in workers} for o in FLAGS.position_encodings}
+    order = [(o, b) for o in FLAGS.position_encodings for b in workers]
+    for round_index in range(FLAGS.rounds):
+        random.Random(round_index).shuffle(order)
+        for option, backend in order:
+            times[option][backend].append(ask(workers[backend], option))
+        print(f"round {round_index + 1}/{FLAGS.rounds} done", flush=True)
+    return times
+
+
+def summary(times):
+    """Rows of median step ms and per-round ratios to the first backend."""
+    rows = []
+    for option, per_backend in times.items():
+        base = per_backend[FLAGS.backends[0]]
+        for backend, samples in per_backend.items():
+            row = {"option": option, "backend": backend}
+            for k, kind in enumerate(("wall", "cpu")):
+                ratios = [s[k] / b[k] for s, b in zip(samples, base)]
+                row[f"{kind}_ms"] = statistics.median(s[k] for s in samples)
+                row[f"{kind}_ms"] *= 1e3
+                row[f"{kind}_ratio"] = statistics.median(ratios)
+                row[f"{kind}_ratio_range"] = [min(ratios), max(ratios)]
+            rows.append(row)
+    return rows
+
+
+def print_table(rows):
+    import tensorflow as tf
+
+    base = FLAGS.backends[0]
+    print(
+        f"\n{FLAGS.model_size} model, seq={FLAGS.seq_length} "
+        f"batch={FLAGS.batch_size} vocab={FLAGS.vocabulary_size}, "
+        f"TF jit_compile={FLAGS.jit_compile}, rounds={FLAGS.rounds}x"
+        f"{FLAGS.steps_per_round} steps, tf {tf.__version__}, "
+        f"{os.cpu_count()} CPU cores"
+    )
+    print(
+        f"| option | backend | step ms (wall) | vs {base} wall [min, max] "
+        f"| step ms (CPU) | vs {base} CPU [min, max] |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        cells = [r["option"], r["backend"]]
+        for kind in ("wall", "cpu"):
+            low, high = r[f"{kind}_ratio_range"]
+            cells.append(f"{r[f'{kind}_ms']:.1f}")
+            cells.append(f"{r[f'{kind}_ratio']:.2f}x [{low:.2f}, {high:.2f}]")
+        print("| " + " | ".join(cells) + " |")
+
+
+def _settings():
+    names = ("backends", "position_encodings", "model_size", "seq_length")
+    names += ("batch_size", "vocabulary_size", "rounds", "steps_per_round")
+    return {name: FLAGS[name].value for name in names + ("jit_compile",)}
+
+
+def main(_):
+    if FLAGS.worker_batches:
+        worker(FLAGS.worker_batches)
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "batches.npz")
+        np.savez(path, **make_batches(np.random.default_rng(0)))
+        workers = {b: start_worker(b, path) for b in FLAGS.backends}
+        try:
+            rows = summary(measure(workers))
+        finally:
+            for process in workers.values():
+                process.stdin.write("quit\n")
+                process.stdin.close()
+                process.wait()
+    print_table(rows)
+    if FLAGS.output:
+        with open(FLAGS.output, "w") as f:
+            json.dump({"flags": _settings(), "rows": rows}, f)
+
+
+if __name__ == "__main__":
+    app.run(main)
