@@ -63,6 +63,10 @@ setup(
             "grain>=0.2,<0.3",
             "ruff==0.17.6",
         ],
+        # The model core on JAX (KERAS_BACKEND=jax); PyTorch is not an
+        # extra: PyPI's plain `torch` is a CUDA build of several GB, the
+        # README gives the CPU install line.
+        "jax": ["jax>=0.7,<0.11"],
         # Data preparation on Apache Beam (--runner). Kept out of the base
         # install: it pins protobuf below 7 (6.33.6 with TF 2.21), under
         # which TensorFlow, TF-Text, keras-hub and tensorboard still work.

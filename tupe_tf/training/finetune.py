@@ -23,6 +23,7 @@ from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.utils import fileio
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
 
@@ -346,6 +347,10 @@ def run_glue(config: GlueConfig):
         `median_by_learning_rate`, `best_learning_rate` and `best` (its
         medians).
 
+    Raises:
+        UserError: a Keras backend other than TensorFlow, before anything
+            is read.
+
     Example:
 
     >>> results = run_glue(GlueConfig(task="cola", preset="runs/default/model/preset",
@@ -353,6 +358,7 @@ def run_glue(config: GlueConfig):
     ...                               seeds=[0, 1, 2]))
     >>> results["best"]["validation"]["matthews_corrcoef"]
     """
+    require_tensorflow("GLUE fine-tuning with run_glue")
     config = dataclasses.replace(config)
     task, strategy, train, eval_splits = _prepare_glue(config)
     output_dir = os.path.join(config.output_dir, task.name)

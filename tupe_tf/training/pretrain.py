@@ -31,6 +31,7 @@ from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.utils import fileio
+from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
 
@@ -325,7 +326,10 @@ def run_pretraining(config: PretrainConfig):
         A `PretrainingResult`.
 
     Raises:
-        UserError: (a `ValueError`) bad input, before training starts.
+        UserError: (a `ValueError`) bad input, or a Keras backend other than
+            TensorFlow (checkpoints and strategies are TensorFlow's; on JAX
+            or PyTorch, `fit` the masked LM on the reader: docs/training.md),
+            before training starts.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -335,6 +339,7 @@ def run_pretraining(config: PretrainConfig):
     >>> result = run_pretraining(config)
     >>> result.results["eval"]["loss"]
     """
+    require_tensorflow("Pre-training with run_pretraining")
     run = prepare_run(config)
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
