@@ -78,6 +78,80 @@ def randomize(model, seed=0):
         variable.assign(value.astype(variable.dtype))
 
 
+def to_numpy(data):
+    """`data` (a structure of tensors, variables or arrays) as NumPy arrays
+    on every backend (PyTorch tensors that need a gradient included)."""
+    return keras.tree.map_structure(
+        lambda x: np.asarray(keras.ops.convert_to_numpy(x)), data
+    )
+
+
+def assert_allclose(actual, desired, **kwargs):
+    """`np.testing.assert_allclose` of tensors, on every backend."""
+    np.testing.assert_allclose(to_numpy(actual), to_numpy(desired), **kwargs)
+
+
+def assert_array_equal(actual, desired, **kwargs):
+    """`np.testing.assert_array_equal` of tensors, on every backend."""
+    np.testing.assert_array_equal(to_numpy(actual), to_numpy(desired), **kwargs)
+
+
+def allclose(a, b, **kwargs):
+    """`np.allclose` of tensors, on every backend."""
+    return np.allclose(to_numpy(a), to_numpy(b), **kwargs)
+
+
+def gradients(model, loss_of_outputs, inputs, variables):
+    """`d loss / d v` for each of `variables` (trainable weights of `model`)
+    as NumPy, on the current backend; `loss_of_outputs` maps the model's
+    training-mode outputs to a scalar. A variable the loss does not reach
+    gets None (TensorFlow, PyTorch) or zeros (JAX)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            loss = loss_of_outputs(model(inputs, training=True))
+        grads = tape.gradient(loss, variables)
+    elif backend == "jax":
+        import jax
+
+        trainable = model.trainable_variables
+        non_trainable = [v.value for v in model.non_trainable_variables]
+
+        def loss_of(values):
+            outputs, _ = model.stateless_call(
+                values, non_trainable, inputs, training=True
+            )
+            return loss_of_outputs(outputs)
+
+        all_grads = jax.grad(loss_of)([v.value for v in trainable])
+        index = {id(v): i for i, v in enumerate(trainable)}
+        grads = [all_grads[index[id(v)]] for v in variables]
+    else:
+        for variable in variables:
+            variable.value.grad = None
+        loss_of_outputs(model(inputs, training=True)).backward()
+        grads = [variable.value.grad for variable in variables]
+    return [None if g is None else to_numpy(g) for g in grads]
+
+
+def jit_compiled(fn):
+    """`fn` compiled with XLA: `tf.function(jit_compile=True)` on
+    TensorFlow, `jax.jit` on JAX. On PyTorch `fn` itself, as in keras-hub's
+    own tests (`torch.compile` of a Keras model takes minutes on CPU)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(fn, jit_compile=True)
+    if backend == "jax":
+        import jax
+
+        return jax.jit(fn)
+    return fn
+
+
 def as_tensors(data):
     """`data` (a structure of arrays) with every array a tensor."""
     return keras.tree.map_structure(keras.ops.convert_to_tensor, data)

@@ -1,9 +1,17 @@
 import keras
 import numpy as np
+import pytest
+from keras.backend import standardize_dtype
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import allclose
+from tests.test_case import assert_allclose
+from tests.test_case import randomize
+from tests.test_case import to_numpy
 from tupe_tf.layers import BiasedMultiHeadAttention
+from tupe_tf.layers import biased_multi_head_attention as attention_module
+from tupe_tf.layers.biased_multi_head_attention import use_fused_attention
 
 
 class BiasedMultiHeadAttentionTest(TestCase):
@@ -50,8 +58,8 @@ class BiasedMultiHeadAttentionTest(TestCase):
             bias,
             mask,
         )
-        np.testing.assert_allclose(probs, expected, atol=1e-5)
-        assert probs.dtype == "float32"
+        assert_allclose(probs, expected, atol=1e-5)
+        assert standardize_dtype(probs.dtype) == "float32"
 
         # With no bias and the default scale it is keras' MultiHeadAttention.
         plain = BiasedMultiHeadAttention(num_heads=4, key_dim=4)
@@ -59,7 +67,7 @@ class BiasedMultiHeadAttentionTest(TestCase):
         plain(x, x)
         keras_mha(x, x)
         keras_mha.set_weights(plain.get_weights())
-        np.testing.assert_allclose(
+        assert_allclose(
             plain(x, x, attention_mask=mask),
             keras_mha(x, x, attention_mask=mask[:, None, :].astype(bool)),
             atol=1e-5,
@@ -71,7 +79,96 @@ class BiasedMultiHeadAttentionTest(TestCase):
     def test_attention_dropout_is_applied_in_training_only(self):
         x = np.random.default_rng(1).normal(size=(2, 8, 16)).astype("float32")
         layer = BiasedMultiHeadAttention(num_heads=2, key_dim=8, dropout=0.5)
-        inference = [np.asarray(layer(x, x, training=False)) for _ in range(2)]
-        training = [np.asarray(layer(x, x, training=True)) for _ in range(2)]
-        np.testing.assert_allclose(inference[0], inference[1])
-        assert not np.allclose(training[0], training[1])
+        inference = [to_numpy(layer(x, x, training=False)) for _ in range(2)]
+        training = [to_numpy(layer(x, x, training=True)) for _ in range(2)]
+        assert_allclose(inference[0], inference[1])
+        assert not allclose(training[0], training[1])
+
+
+def attention_inputs(seed=0):
+    """A batch with a padded row, a bias with a batch axis of 1, and the
+    same layer's weights for both paths."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(2, 6, 16)).astype("float32")
+    mask = np.array([[1] * 6, [1] * 4 + [0] * 2], "int32")
+    bias = rng.normal(0, 2, size=(1, 4, 6, 6)).astype("float32")
+    return x, mask, bias
+
+
+def run_path(monkeypatch, fused, policy):
+    keras.config.set_dtype_policy(policy)
+    monkeypatch.setattr(
+        attention_module, "use_fused_attention", lambda *args: fused
+    )
+    layer = BiasedMultiHeadAttention(num_heads=4, key_dim=4, content_scale=0.3)
+    x, mask, bias = attention_inputs()
+    layer(x, x)
+    randomize(layer)
+    output = layer(x, x, attention_mask=mask, attention_bias=bias)
+    return keras.ops.convert_to_numpy(keras.ops.cast(output, "float32"))
+
+
+@pytest.mark.parametrize(
+    "policy, tolerance",
+    [("float32", 1e-5), ("mixed_float16", 2e-3), ("mixed_bfloat16", 1e-2)],
+)
+def test_fused_and_explicit_paths_agree(monkeypatch, policy, tolerance):
+    explicit = run_path(monkeypatch, False, policy)
+    if keras.backend.backend() == "torch":
+        # Why the rule keeps PyTorch on the explicit path.
+        with pytest.raises(ValueError, match="Only one of `bias` and `mask`"):
+            run_path(monkeypatch, True, policy)
+        return
+    fused = run_path(monkeypatch, True, policy)
+    scale = np.abs(explicit).max()
+    assert_allclose(fused, explicit, atol=tolerance * scale)
+
+
+def count_fused_calls(monkeypatch, layer, x, **kwargs):
+    calls = []
+    fused = keras.ops.dot_product_attention
+
+    def counting(*args, **call_kwargs):
+        calls.append(1)
+        return fused(*args, **call_kwargs)
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", counting)
+    layer(x, x, **kwargs)
+    return len(calls)
+
+
+def test_each_path_runs_where_the_rule_says(monkeypatch):
+    x, mask, bias = attention_inputs()
+    layer = BiasedMultiHeadAttention(num_heads=4, key_dim=4, dropout=0.1)
+    arguments = {"attention_mask": mask, "attention_bias": bias}
+    on_jax = keras.backend.backend() == "jax"
+    assert count_fused_calls(monkeypatch, layer, x, **arguments) == on_jax
+    for explicit in ({"training": True}, {"return_attention_scores": True}):
+        calls = count_fused_calls(
+            monkeypatch, layer, x, **arguments, **explicit
+        )
+        assert calls == 0, explicit
+    no_dropout = BiasedMultiHeadAttention(num_heads=4, key_dim=4)
+    calls = count_fused_calls(
+        monkeypatch, no_dropout, x, training=True, **arguments
+    )
+    assert calls == on_jax
+
+
+@pytest.mark.parametrize(
+    "backend, dropout, training, scores, fused",
+    [
+        ("jax", 0.1, False, False, True),
+        ("jax", 0.1, None, False, True),
+        ("jax", 0.0, True, False, True),
+        ("jax", 0.1, True, False, False),
+        ("jax", 0.0, False, True, False),
+        ("torch", 0.0, False, False, False),
+        ("tensorflow", 0.0, False, False, False),
+    ],
+)
+def test_fused_attention_rule(
+    monkeypatch, backend, dropout, training, scores, fused
+):
+    monkeypatch.setattr(keras.backend, "backend", lambda: backend)
+    assert use_fused_attention(dropout, training, scores) == fused

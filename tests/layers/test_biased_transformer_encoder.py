@@ -5,6 +5,7 @@ import pytest
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
 from tupe_tf.layers import BiasedMultiHeadAttention
 from tupe_tf.layers import BiasedTransformerEncoder
 
@@ -45,7 +46,7 @@ class BiasedTransformerEncoderTest(TestCase):
             v.path.split("/", 1)[1] for v in theirs.weights
         ]
         theirs.set_weights(ours.get_weights())
-        np.testing.assert_allclose(
+        assert_allclose(
             ours(x, padding_mask=mask), theirs(x, padding_mask=mask), atol=1e-5
         )
 
@@ -73,7 +74,7 @@ class BiasedTransformerEncoderTest(TestCase):
             )
         )
         logits = np.where(mask[:, None, None, :].astype(bool), logits, -np.inf)
-        np.testing.assert_allclose(ref.softmax(logits), probs, atol=1e-5)
+        assert_allclose(ref.softmax(logits), probs, atol=1e-5)
 
     def test_bad_width(self):
         with pytest.raises(ValueError, match="divisible"):

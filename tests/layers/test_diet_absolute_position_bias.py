@@ -5,7 +5,9 @@ from absl.testing import parameterized
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
 from tests.test_case import randomize
+from tests.test_case import to_numpy
 from tupe_tf.layers import DietAbsolutePositionBias
 
 
@@ -43,11 +45,11 @@ class DietAbsolutePositionBiasTest(TestCase):
         assert bias.dtype == np.float32
         assert layer.query_positions.shape == (units, heads, 10, 3)
         expected = ref.diet_absolute_bias(
-            np.asarray(layer.query_positions, "float64"),
-            np.asarray(layer.key_positions, "float64"),
+            to_numpy(layer.query_positions).astype("float64"),
+            to_numpy(layer.key_positions).astype("float64"),
             n,
         )
-        np.testing.assert_allclose(bias[:, 0], expected, atol=1e-5)
+        assert_allclose(bias[:, 0], expected, atol=1e-5)
         # Rank of each head's bias is at most the rank of the factorisation.
         head = bias[0, 0, 0].astype("float64")
         assert np.linalg.matrix_rank(head, tol=1e-4 * np.abs(head).max()) == 3

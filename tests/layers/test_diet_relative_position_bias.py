@@ -5,7 +5,9 @@ from absl.testing import parameterized
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
 from tests.test_case import randomize
+from tests.test_case import to_numpy
 from tupe_tf.layers import DietRelativePositionBias
 
 
@@ -35,14 +37,12 @@ class DietRelativePositionBiasTest(TestCase):
         bias = keras.ops.convert_to_numpy(layer(np.zeros((2, 8), "int32")))
         assert bias.shape == (units, 1, heads, 8, 8)
         assert bias.dtype == np.float32
-        table = np.asarray(layer.relative_positions, "float64")
+        table = to_numpy(layer.relative_positions).astype("float64")
         assert table.shape == (units, heads, 15)
-        np.testing.assert_allclose(
-            bias[:, 0], ref.diet_relative_bias(table, 8), atol=1e-6
-        )
+        assert_allclose(bias[:, 0], ref.diet_relative_bias(table, 8), atol=1e-6)
         # Shorter lengths are the top-left block (Toeplitz in j - i).
         short = keras.ops.convert_to_numpy(layer(np.zeros((1, 5), "int32")))
-        np.testing.assert_allclose(short, bias[..., :5, :5], atol=1e-6)
+        assert_allclose(short, bias[..., :5, :5], atol=1e-6)
 
     def test_default_and_bad_sharing(self):
         layer = DietRelativePositionBias(

@@ -5,7 +5,11 @@ from absl.testing import parameterized
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import allclose
+from tests.test_case import assert_allclose
+from tests.test_case import assert_array_equal
 from tests.test_case import randomize
+from tests.test_case import to_numpy
 from tupe_tf.layers import FirePositionBias
 from tupe_tf.layers.positive_parameters import raw_of
 
@@ -19,7 +23,7 @@ def make_layer(**kwargs):
 
 
 def numpy_bias(layer, n):
-    w = {v.name: np.asarray(v, "float64") for v in layer.weights}
+    w = {v.name: to_numpy(v).astype("float64") for v in layer.weights}
     c = ref.softplus_positive(w["raw_c"])
     threshold = layer.initial_threshold * ref.softplus_positive(
         w["raw_threshold"]
@@ -53,20 +57,18 @@ class FirePositionBiasTest(TestCase):
         randomize(layer, seed=n)
         bias = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
         assert bias.shape == (1, 1, 3, n, n) and bias.dtype == np.float32
-        np.testing.assert_allclose(
-            bias[0, 0], numpy_bias(layer, n), rtol=1e-5, atol=1e-5
-        )
+        assert_allclose(bias[0, 0], numpy_bias(layer, n), rtol=1e-5, atol=1e-5)
 
     def test_paper_initial_values_and_mlp_inputs_in_range(self):
         layer = make_layer()
         c, threshold = layer.interpolation_parameters()
-        np.testing.assert_allclose([c, threshold], [0.1, 512.0], rtol=1e-5)
+        assert_allclose([c, threshold], [0.1, 512.0], rtol=1e-5)
         features = keras.ops.convert_to_numpy(layer.interpolated_offsets(9))
         assert features.shape == (17, 2)
-        np.testing.assert_array_equal(features[:, 1], np.sign(np.arange(-8, 9)))
+        assert_array_equal(features[:, 1], np.sign(np.arange(-8, 9)))
         # psi(8) / psi(512) at the ends, 0 in the middle, symmetric.
         expected = np.log1p(0.1 * np.abs(np.arange(-8, 9))) / np.log1p(51.2)
-        np.testing.assert_allclose(features[:, 0], expected, rtol=1e-5)
+        assert_allclose(features[:, 0], expected, rtol=1e-5)
 
     def test_padding_below_and_above_the_threshold(self):
         """Pads never matter while n - 1 <= L: the bias of n tokens is the
@@ -79,9 +81,9 @@ class FirePositionBiasTest(TestCase):
             randomize(layer)
             layer.raw_threshold.assign(raw_of(1.0))  # L = initial_threshold
             short = keras.ops.convert_to_numpy(layer(ids))
-            np.testing.assert_array_equal(short, layer(np.zeros_like(ids)))
+            assert_array_equal(short, layer(np.zeros_like(ids)))
             padded = keras.ops.convert_to_numpy(layer(padded_ids))
-            same = np.allclose(padded[..., :9, :9], short, atol=1e-6)
+            same = allclose(padded[..., :9, :9], short, atol=1e-6)
             assert same == invariant, initial_threshold
 
     @parameterized.parameters(-1e4, -200.0, 0.0, 80.0, 1e4)
@@ -122,6 +124,6 @@ class FirePositionBiasTest(TestCase):
         expected = keras.ops.convert_to_numpy(layer(ids))
         layer.fold([12])
         layer.output_bias.assign(layer.output_bias + 1.0)
-        np.testing.assert_array_equal(layer(ids), expected)
+        assert_array_equal(layer(ids), expected)
         layer.unfold()
-        np.testing.assert_allclose(layer(ids), expected + 1.0, atol=1e-5)
+        assert_allclose(layer(ids), expected + 1.0, atol=1e-5)

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from tests import numpy_reference as ref
+from tests.test_case import assert_allclose
 from tupe_tf.layers import keras_hub_internals
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tupe_tf"
@@ -24,7 +25,7 @@ def test_every_keras_hub_src_import_is_in_this_module():
 
 def test_the_imported_helpers_behave_as_used():
     x = np.linspace(-3, 3, 13).astype("float32")
-    np.testing.assert_allclose(
+    assert_allclose(
         keras.ops.convert_to_numpy(keras_hub_internals.gelu_approximate(x)),
         ref.gelu_tanh(x.astype("float64")),
         atol=1e-5,

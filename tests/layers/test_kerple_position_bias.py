@@ -5,13 +5,16 @@ from absl.testing import parameterized
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
+from tests.test_case import assert_array_equal
 from tests.test_case import randomize
+from tests.test_case import to_numpy
 from tupe_tf.layers import KerplePositionBias
 
 
 def numpy_bias(layer, n):
-    r1 = ref.softplus_positive(np.asarray(layer.raw_scales, "float64"))
-    r2 = ref.softplus_positive(np.asarray(layer.raw_rates, "float64"))
+    r1 = ref.softplus_positive(to_numpy(layer.raw_scales).astype("float64"))
+    r2 = ref.softplus_positive(to_numpy(layer.raw_rates).astype("float64"))
     return ref.kerple_log_bias(r1, r2, n)
 
 
@@ -32,12 +35,10 @@ class KerplePositionBiasTest(TestCase):
         randomize(layer, seed=n)
         bias = keras.ops.convert_to_numpy(layer(np.zeros((2, n), "int32")))
         assert bias.shape == (1, 1, 4, n, n) and bias.dtype == np.float32
-        np.testing.assert_allclose(
-            bias[0, 0], numpy_bias(layer, n), rtol=1e-5, atol=1e-6
-        )
+        assert_allclose(bias[0, 0], numpy_bias(layer, n), rtol=1e-5, atol=1e-6)
         # Symmetric, 0 on the diagonal, decreasing with the distance.
-        np.testing.assert_allclose(bias, np.swapaxes(bias, -1, -2), atol=1e-6)
-        np.testing.assert_array_equal(np.diagonal(bias, axis1=-2, axis2=-1), 0)
+        assert_allclose(bias, np.swapaxes(bias, -1, -2), atol=1e-6)
+        assert_array_equal(np.diagonal(bias, axis1=-2, axis2=-1), 0)
         assert (np.diff(bias[0, 0, :, 0, :], axis=-1) < 0).all()
 
     def test_padding_invariance(self):
@@ -51,8 +52,8 @@ class KerplePositionBiasTest(TestCase):
         padded = keras.ops.convert_to_numpy(
             layer(np.pad(ids, ((0, 0), (0, 5))))
         )
-        np.testing.assert_allclose(padded[..., :9, :9], short, atol=1e-6)
-        np.testing.assert_array_equal(short, layer(np.zeros_like(ids)))
+        assert_allclose(padded[..., :9, :9], short, atol=1e-6)
+        assert_array_equal(short, layer(np.zeros_like(ids)))
 
     def test_initial_parameters(self):
         layer = KerplePositionBias(num_heads=64, max_sequence_length=8)

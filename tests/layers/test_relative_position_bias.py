@@ -3,6 +3,9 @@ from absl.testing import parameterized
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
+from tests.test_case import assert_array_equal
+from tests.test_case import to_numpy
 from tupe_tf.layers import RelativePositionBias
 from tupe_tf.layers import relative_position_buckets
 
@@ -34,7 +37,7 @@ class RelativePositionBiasTest(TestCase):
     def test_buckets_match_scalar_t5_reference(self, buckets, distance):
         relative = np.arange(-300, 301)
         expected = [ref.t5_bucket(int(r), buckets, distance) for r in relative]
-        np.testing.assert_array_equal(
+        assert_array_equal(
             relative_position_buckets(relative, buckets, distance), expected
         )
 
@@ -52,12 +55,12 @@ class RelativePositionBiasTest(TestCase):
         layer = RelativePositionBias(
             num_heads=3, max_sequence_length=20, num_buckets=8, max_distance=10
         )
-        bias = np.asarray(layer(np.zeros((2, 7), "int32")))
+        bias = to_numpy(layer(np.zeros((2, 7), "int32")))
         assert bias.shape == (1, 1, 3, 7, 7)
-        table = np.asarray(layer.relative_attention_bias)
+        table = to_numpy(layer.relative_attention_bias)
         for i in range(7):
             for j in range(7):
-                np.testing.assert_allclose(
+                assert_allclose(
                     bias[0, 0, :, i, j], table[ref.t5_bucket(j - i, 8, 10)]
                 )
 
@@ -69,8 +72,8 @@ class RelativePositionBiasTest(TestCase):
             max_distance=10,
             cls_buckets=True,
         )
-        bias = np.asarray(layer(np.zeros((1, 6), "int32")))
-        table = np.asarray(layer.relative_attention_bias)
+        bias = to_numpy(layer(np.zeros((1, 6), "int32")))
+        table = to_numpy(layer.relative_attention_bias)
         assert table.shape == (9, 2)
         for i in range(6):
             for j in range(6):
@@ -81,6 +84,6 @@ class RelativePositionBiasTest(TestCase):
                     if j == 0
                     else ref.t5_bucket(j - i, 8, 10)
                 )
-                np.testing.assert_allclose(bias[0, 0, :, i, j], table[bucket])
+                assert_allclose(bias[0, 0, :, i, j], table[bucket])
         # Bucket 4 (= 8 / 2) is never produced by the bucket function.
         assert 4 not in relative_position_buckets(np.arange(-50, 51), 8, 10)

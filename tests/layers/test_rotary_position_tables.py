@@ -3,9 +3,12 @@ import keras_hub
 import numpy as np
 import pytest
 from absl.testing import parameterized
+from keras.backend import standardize_dtype
 
 from tests import numpy_reference as ref
 from tests.test_case import TestCase
+from tests.test_case import allclose
+from tests.test_case import assert_allclose
 from tupe_tf.layers import RotaryPositionTables
 from tupe_tf.layers.rotary_position_tables import rope_frequencies
 from tupe_tf.layers.rotary_position_tables import rotate
@@ -27,19 +30,22 @@ class RotaryPositionTablesTest(TestCase):
     def test_rotation_matches_numpy_and_keras_hub(self):
         layer = RotaryPositionTables(head_dim=8, max_sequence_length=16)
         tables = layer(np.zeros((2, 11), "int32"))
-        assert tables.shape == (2, 11, 1, 8) and tables.dtype == "float32"
+        assert (
+            tables.shape == (2, 11, 1, 8)
+            and standardize_dtype(tables.dtype) == "float32"
+        )
         x = np.random.default_rng(0).normal(size=(2, 11, 3, 8))
         x = x.astype("float32")
         rotated = keras.ops.convert_to_numpy(rotate(x, tables))
-        np.testing.assert_allclose(
+        assert_allclose(
             rotated, ref.rope_rotate(x.astype("float64")), atol=1e-5
         )
-        np.testing.assert_allclose(
+        assert_allclose(
             rotated,
             keras_hub.layers.RotaryEmbedding()(x),
             atol=1e-5,
         )
-        np.testing.assert_allclose(
+        assert_allclose(
             keras.ops.convert_to_numpy(rotate(x, tables, scale=0.25)),
             0.25 * rotated,
             atol=1e-6,
@@ -57,10 +63,10 @@ class RotaryPositionTablesTest(TestCase):
         key = rotate(np.tile(k, (1, 32, 1, 1)), tables)[0, :, 0]
         logits = keras.ops.convert_to_numpy(query @ keras.ops.transpose(key))
         for shift in (1, 5, 13):
-            np.testing.assert_allclose(
+            assert_allclose(
                 logits[shift:, shift:], logits[:-shift, :-shift], atol=1e-4
             )
-        assert not np.allclose(logits[0, 1], logits[0, 2])
+        assert not allclose(logits[0, 1], logits[0, 2])
 
     def test_wavelength_and_head_size_are_checked(self):
         for bad in (0, -10000):
@@ -129,7 +135,7 @@ class RotaryScalingTest(TestCase):
             scaling["scaling_factor"],
             scaling.get("trained_length"),
         )
-        np.testing.assert_allclose(
+        assert_allclose(
             rope_frequencies(head_dim, 10000.0, **_frequency_args(scaling)),
             frequency,
             rtol=1e-12,
@@ -137,14 +143,14 @@ class RotaryScalingTest(TestCase):
         temperature = 1.0
         if scaling["scaling"] == "yarn":
             temperature = ref.yarn_temperature(scaling["scaling_factor"])
-        np.testing.assert_allclose(
+        assert_allclose(
             tables_of(n, head_dim, **scaling),
             reference_tables(n, frequency, temperature),
             atol=3e-5,
         )
         # Rotating with the tables is the NumPy rotation.
         x = np.random.default_rng(2).normal(size=(2, n, 3, head_dim))
-        np.testing.assert_allclose(
+        assert_allclose(
             keras.ops.convert_to_numpy(
                 rotate(x.astype("float32"), tables_of(n, head_dim, **scaling))
             ),
@@ -156,14 +162,12 @@ class RotaryScalingTest(TestCase):
         for factor in (2, 4, 8):
             scaled = tables_of(8 * 16, scaling="linear", scaling_factor=factor)
             unscaled = tables_of(16)
-            np.testing.assert_allclose(
-                scaled[:, ::factor][:, :16], unscaled, atol=2e-6
-            )
-            assert not np.allclose(scaled[:, :16], unscaled, atol=1e-3)
+            assert_allclose(scaled[:, ::factor][:, :16], unscaled, atol=2e-6)
+            assert not allclose(scaled[:, :16], unscaled, atol=1e-3)
 
     def test_ntk_changes_the_base(self):
         d, factor = 16, 4.0
-        np.testing.assert_allclose(
+        assert_allclose(
             tables_of(64, d, scaling="ntk", scaling_factor=factor),
             tables_of(64, d, max_wavelength=10000.0 * factor ** (d / (d - 2))),
             atol=1e-6,
@@ -172,7 +176,7 @@ class RotaryScalingTest(TestCase):
         plain = rope_frequencies(d, 10000.0)
         # The fastest pair is kept, the slowest one is interpolated by s.
         assert frequency[0] == plain[0]
-        np.testing.assert_allclose(frequency[-1], plain[-1] / factor)
+        assert_allclose(frequency[-1], plain[-1] / factor)
         assert np.all(np.diff(frequency / plain) < 0)
 
     def test_yarn_interpolates_the_slow_pairs_and_keeps_the_fast_ones(self):
@@ -184,12 +188,12 @@ class RotaryScalingTest(TestCase):
         middle = ~slow & ~fast
         # d = 32, T = 512: pairs of each kind.
         assert slow.any() and fast.any() and middle.any()
-        np.testing.assert_allclose(frequency[slow], plain[slow] / factor)
-        np.testing.assert_allclose(frequency[fast], plain[fast])
+        assert_allclose(frequency[slow], plain[slow] / factor)
+        assert_allclose(frequency[fast], plain[fast])
         gamma = (frequency[middle] - plain[middle] / factor) / (
             plain[middle] - plain[middle] / factor
         )
-        np.testing.assert_allclose(gamma, (rotations[middle] - 1) / 31)
+        assert_allclose(gamma, (rotations[middle] - 1) / 31)
         # Queries and keys each carry 0.1 ln(s) + 1, the logits its square.
         tables = tables_of(
             8, d, scaling="yarn", scaling_factor=factor, trained_length=trained
@@ -199,7 +203,7 @@ class RotaryScalingTest(TestCase):
         unit = np.einsum(
             "bihd,bjhd->ij", *[rotate(q, tables / tables[0, 0, 0, 0])] * 2
         )
-        np.testing.assert_allclose(
+        assert_allclose(
             logits, (0.1 * np.log(factor) + 1) ** 2 * unit, rtol=1e-5
         )
 
@@ -207,7 +211,7 @@ class RotaryScalingTest(TestCase):
         unscaled = tables_of(64)
         for scaling in ("linear", "ntk", "yarn"):
             trained = 16 if scaling == "yarn" else None
-            np.testing.assert_allclose(
+            assert_allclose(
                 tables_of(64, scaling=scaling, trained_length=trained),
                 unscaled,
                 atol=1e-6,

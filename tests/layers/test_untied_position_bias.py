@@ -6,6 +6,9 @@ from absl.testing import parameterized
 from tests import numpy_reference as ref
 from tests.layers.layer_weights import untied_weights
 from tests.test_case import TestCase
+from tests.test_case import allclose
+from tests.test_case import assert_allclose
+from tests.test_case import assert_array_equal
 from tests.test_case import randomize
 from tupe_tf.layers import UntiedPositionBias
 from tupe_tf.layers import reset_cls
@@ -53,7 +56,7 @@ class UntiedPositionBiasTest(TestCase):
         expected = ref.tupe_bias(
             untied_weights(layer), n, 2, untie_cls, relative, 8, 10
         )
-        np.testing.assert_allclose(bias[0, 0], expected, atol=1e-5)
+        assert_allclose(bias[0, 0], expected, atol=1e-5)
         assert layer.content_free_bias(n).shape == (1, 1, 2, n, n)
 
     def test_reset_cls_rewrites_row_and_column(self):
@@ -64,7 +67,7 @@ class UntiedPositionBiasTest(TestCase):
         expected = bias.copy()
         expected[:, 1:, 0] = np.array([7.0, 8.0])[:, None]
         expected[:, 0, :] = np.array([-1.0, -2.0])[:, None]
-        np.testing.assert_array_equal(out, expected)
+        assert_array_equal(out, expected)
 
     def test_refuses_indivisible_width(self):
         with pytest.raises(ValueError, match="divisible"):
@@ -92,13 +95,13 @@ class UntiedPositionBiasTest(TestCase):
         expected = ref.tupe_reference_layout_bias(
             untied_weights(layer), n, 2, relative, 8, 10
         )
-        np.testing.assert_allclose(bias[0, 0], expected, atol=1e-5)
+        assert_allclose(bias[0, 0], expected, atol=1e-5)
         # Not the paper's layout: the [CLS] row is no longer one value per head.
         assert np.std(bias[0, 0, :, 0, 1:], axis=-1).max() < 1e-6
         reset = ref.tupe_bias(
             untied_weights(layer), n, 2, True, relative, 8, 10
         )
-        assert not np.allclose(bias[0, 0, :, 1:, 0], reset[:, 1:, 0])
+        assert not allclose(bias[0, 0, :, 1:, 0], reset[:, 1:, 0])
 
     def test_layer_norm_epsilon_is_the_reference_value(self):
         layer = UntiedPositionBias(

@@ -7,6 +7,9 @@ import pytest
 from tests import numpy_reference as ref
 from tests.layers.layer_weights import untied_weights
 from tests.test_case import TestCase
+from tests.test_case import allclose
+from tests.test_case import assert_allclose
+from tests.test_case import assert_array_equal
 from tests.test_case import randomize
 from tupe_tf.layers import UntiedPositionOffsets
 
@@ -37,11 +40,11 @@ class UntiedPositionOffsetsTest(TestCase):
         assert offsets.shape == (2, n, 2, 8) and offsets.dtype == np.float32
         assert layer.position_embeddings.shape == (12, 16)
         query, key = ref.untied_offsets(untied_weights(layer), n, 2)
-        np.testing.assert_allclose(offsets[0], query, atol=1e-5)
-        np.testing.assert_allclose(offsets[1], key, atol=1e-5)
+        assert_allclose(offsets[0], query, atol=1e-5)
+        assert_allclose(offsets[1], key, atol=1e-5)
         term = keras.ops.convert_to_numpy(layer.content_free_bias(n))
         expected = np.einsum("ihd,jhd->hij", query, key) / math.sqrt(4 * 8)
-        np.testing.assert_allclose(term[0, 0], expected, atol=1e-5)
+        assert_allclose(term[0, 0], expected, atol=1e-5)
 
     def test_fold(self):
         layer = UntiedPositionOffsets(
@@ -51,9 +54,9 @@ class UntiedPositionOffsetsTest(TestCase):
         before = keras.ops.convert_to_numpy(layer(tokens))
         layer.fold([5])
         layer.position_embeddings.assign(layer.position_embeddings + 1.0)
-        np.testing.assert_array_equal(layer(tokens), before)
+        assert_array_equal(layer(tokens), before)
         layer.unfold()
-        assert not np.allclose(layer(tokens), before)
+        assert not allclose(layer(tokens), before)
 
     def test_refuses_indivisible_width(self):
         with pytest.raises(ValueError, match="divisible"):

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import tupe_tf
+from tests.test_case import assert_allclose
+from tests.test_case import to_numpy
 from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 
@@ -53,10 +55,10 @@ def test_rebuilt_longer_keeps_outputs_and_runs_beyond_the_table(option):
     )
     longer.set_weights(short.get_weights())
     batch = inputs(12, (12, 7))
-    np.testing.assert_allclose(
-        np.asarray(longer(batch)["sequence_output"]),
-        np.asarray(short(batch)["sequence_output"]),
+    assert_allclose(
+        to_numpy(longer(batch)["sequence_output"]),
+        to_numpy(short(batch)["sequence_output"]),
         atol=1e-5,
     )
-    output = np.asarray(longer(inputs(40, (40, 25)))["sequence_output"])
+    output = to_numpy(longer(inputs(40, (40, 25)))["sequence_output"])
     assert output.shape == (2, 40, 16) and np.all(np.isfinite(output))

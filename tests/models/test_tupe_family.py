@@ -10,6 +10,7 @@ from absl.testing import parameterized
 
 import tupe_tf
 from tests.test_case import TestCase
+from tests.test_case import assert_allclose
 
 WORDS = [
     "the",
@@ -101,7 +102,7 @@ class TupeFamilyTest(TestCase):
         restored = tupe_tf.TupeBackbone.from_preset(preset)
         assert isinstance(restored, tupe_tf.TupeBackbone)
         assert restored.position_encoding == option
-        np.testing.assert_allclose(
+        assert_allclose(
             restored(x)["sequence_output"],
             backbone(x)["sequence_output"],
             atol=1e-6,
@@ -111,7 +112,7 @@ class TupeFamilyTest(TestCase):
         assert isinstance(task, tupe_tf.TupeMaskedLM)
         assert isinstance(task.preprocessor, tupe_tf.TupeMaskedLMPreprocessor)
         masked = {**x, "mask_positions": np.array([[2, 3]], "int32")}
-        np.testing.assert_allclose(task(masked), mlm(masked), atol=1e-5)
+        assert_allclose(task(masked), mlm(masked), atol=1e-5)
 
         # keras-hub's classifier preprocessors default to 512 tokens; a preset
         # of a shorter backbone takes its length explicitly.
@@ -206,7 +207,7 @@ def test_keras_file_round_trip(tmp_path, option):
     restored = keras.saving.load_model(path)
     assert isinstance(restored, tupe_tf.TupeMaskedLM)
     assert restored.backbone.get_config() == backbone.get_config()
-    np.testing.assert_allclose(restored(x), mlm(x), atol=1e-6)
+    assert_allclose(restored(x), mlm(x), atol=1e-6)
 
 
 def test_check_preset_names_what_is_wrong(tmp_path):
@@ -295,13 +296,9 @@ def test_classifier_with_preprocessor_round_trips_through_keras_and_preset(
     restored = keras.saving.load_model(path)
     assert isinstance(restored, tupe_tf.TupeTextClassifier)
     assert restored.dropout == 0.2 and restored.name == "classifier"
-    np.testing.assert_allclose(
-        restored.predict(texts, verbose=0), expected, atol=1e-6
-    )
+    assert_allclose(restored.predict(texts, verbose=0), expected, atol=1e-6)
     preset = str(tmp_path / "preset")
     classifier.save_to_preset(preset)
     loaded = keras_hub.models.TextClassifier.from_preset(preset)
     assert isinstance(loaded, tupe_tf.TupeTextClassifier)
-    np.testing.assert_allclose(
-        loaded.predict(texts, verbose=0), expected, atol=1e-6
-    )
+    assert_allclose(loaded.predict(texts, verbose=0), expected, atol=1e-6)

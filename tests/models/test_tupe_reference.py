@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tupe_tf
+from tests.test_case import to_numpy
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 # The authors' settings beyond the positional encoding (docs/spec.md).
@@ -70,7 +71,7 @@ def outputs(masked_lm, fixture):
     features = masked_lm.backbone(inputs)["sequence_output"]
     positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
     logits = masked_lm({**inputs, "mask_positions": positions.astype("int32")})
-    return np.asarray(features), np.asarray(logits), real
+    return to_numpy(features), to_numpy(logits), real
 
 
 def max_differences(masked_lm, fixture):

@@ -21,6 +21,10 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
 
     Logits, bias and softmax are in float32 whatever the compute dtype; the
     mask stays boolean (no large negative folded into a low-precision bias).
+    Where the backend fuses attention with a bias and a mask (JAX; see
+    `use_fused_attention`), the same attention runs as one
+    `keras.ops.dot_product_attention` unless dropout or the probabilities
+    need the explicit path.
 
     Args:
         num_heads: int. Number of attention heads.
@@ -84,8 +88,8 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
     ):
         if key is None:
             key = value
-        logits = self.attention_logits(
-            query, key, attention_bias, query_key_offsets, rotary_tables
+        query, key = self.scaled_query_key(
+            query, key, query_key_offsets, rotary_tables
         )
         value = self._value_dense(value)
         if attention_mask is not None:
@@ -94,6 +98,21 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
                 attention_mask = attention_mask[:, None, None, :]
             elif len(attention_mask.shape) == 3:
                 attention_mask = attention_mask[:, None, :, :]
+        if use_fused_attention(
+            self._dropout, training, return_attention_scores
+        ):
+            output = ops.dot_product_attention(
+                query,
+                key,
+                value,
+                bias=attention_bias,
+                mask=attention_mask,
+                scale=1.0,  # already on the query
+                flash_attention=flash_attention_setting(),
+            )
+            return self._output_dense(output)
+        logits = query_key_logits(query, key, attention_bias)
+        if attention_mask is not None:
             # float32 here, so -1e9 is representable; masked keys get 0.
             logits = ops.where(attention_mask, logits, -1e9)
         probabilities = ops.softmax(logits, axis=-1)
@@ -105,18 +124,11 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             return output, probabilities
         return output
 
-    def attention_logits(
-        self,
-        query,
-        key,
-        attention_bias=None,
-        query_key_offsets=None,
-        rotary_tables=None,
+    def scaled_query_key(
+        self, query, key, query_key_offsets=None, rotary_tables=None
     ):
-        """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
-
-        Used by `call`, and on its own to inspect attention (e.g. its rank).
-        """
+        """The projected query and key, each `(batch, n, heads, key_dim)`,
+        offset or rotated, the query times the content scale `c`."""
         query = self._query_dense(query)
         key = self._key_dense(key)
         if query_key_offsets is not None:
@@ -131,12 +143,79 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             query = ops.multiply(
                 query, ops.cast(self._content_scale, query.dtype)
             )
-        logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
-        if attention_bias is not None:
-            logits = logits + ops.cast(attention_bias, "float32")
-        return logits
+        return query, key
+
+    def attention_logits(
+        self,
+        query,
+        key,
+        attention_bias=None,
+        query_key_offsets=None,
+        rotary_tables=None,
+    ):
+        """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
+
+        What the explicit path computes; on its own, to inspect attention
+        (e.g. its rank).
+        """
+        query, key = self.scaled_query_key(
+            query, key, query_key_offsets, rotary_tables
+        )
+        return query_key_logits(query, key, attention_bias)
 
     def get_config(self):
         config = super().get_config()
         config.update({"content_scale": self.content_scale})
         return config
+
+
+def query_key_logits(query, key, attention_bias=None):
+    """float32 `q.k + beta`, `(batch, heads, n, m)`, of scaled projections."""
+    logits = ops.cast(ops.einsum("bqhd,bkhd->bhqk", query, key), "float32")
+    if attention_bias is not None:
+        logits = logits + ops.cast(attention_bias, "float32")
+    return logits
+
+
+def use_fused_attention(dropout, training, return_attention_scores):
+    """Whether the attention runs `keras.ops.dot_product_attention` (fused)
+    rather than the explicit float32 logits, mask, softmax and dropout.
+
+    Both compute the same attention (to round-off). Per backend:
+
+    - JAX: fused, unless attention dropout is on (training with
+      `dropout > 0`; the fused op has none) or the probabilities are
+      returned. Keras hands the bias and the boolean mask to
+      `jax.nn.dot_product_attention`: cuDNN's fused kernel on GPUs that
+      take it (Ampere or newer, float16/bfloat16 compute dtype, e.g.
+      `mixed_bfloat16`), XLA's implementation elsewhere (CPU, TPU, float32).
+      The logits and softmax are float32 there too; the float32 bias is
+      cast to the compute dtype where it meets them.
+    - PyTorch: explicit. Keras' op takes a bias or a mask, not both, and
+      folding the mask into a low-precision bias is what SPEC forbids.
+    - TensorFlow: explicit. Keras' op has no fused kernel there (the same
+      einsums and softmax), so TensorFlow graphs, exports and numbers stay
+      those of the explicit path.
+
+    Args:
+        dropout: float. The attention-probability dropout rate.
+        training: the layer's `training` argument.
+        return_attention_scores: bool. The probabilities are asked for.
+    """
+    if keras.backend.backend() != "jax" or return_attention_scores:
+        return False
+    return not (training and dropout > 0)
+
+
+def flash_attention_setting():
+    """`flash_attention` for `keras.ops.dot_product_attention`.
+
+    None (Keras picks cuDNN where it can), except on JAX's TPU: there Keras'
+    Splash kernel takes no bias and one padding mask for the whole batch,
+    so it is turned off and XLA's implementation runs.
+    """
+    if keras.backend.backend() != "jax":
+        return None
+    import jax  # the device Keras' JAX op checks
+
+    return False if jax.devices()[0].platform == "tpu" else None

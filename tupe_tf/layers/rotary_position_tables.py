@@ -247,6 +247,9 @@ def rotate(tensor, tables, scale=None):
     tables = ops.cast(tables, tensor.dtype)
     if scale is not None:
         tables = tables * ops.cast(scale, tensor.dtype)
+    tensor = ops.convert_to_tensor(tensor)
     half = tensor.shape[-1] // 2
     turned = ops.roll(tensor, half, axis=-1)
-    return tensor * tables[0] + turned * tables[1]
+    return ops.add(
+        ops.multiply(tensor, tables[0]), ops.multiply(turned, tables[1])
+    )
