@@ -62,6 +62,23 @@ def tensorflow_only(reason):
     )
 
 
+def tiny_backbone(position_encoding="bert", **arguments):
+    """A 2-layer, 2-head, hidden-16 `TupeBackbone` (vocabulary 50, length 16);
+    `arguments` override any backbone argument."""
+    import tupe_tf
+
+    settings = dict(
+        vocabulary_size=50,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+        position_encoding=position_encoding,
+    )
+    return tupe_tf.TupeBackbone(**{**settings, **arguments})
+
+
 def randomize(model, seed=0):
     """Gives every weight of `model` (a layer or a model) random values.
 

@@ -3,20 +3,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-import tupe_tf
+from tests.test_case import tiny_backbone
 from tupe_tf.analysis import figures
-
-
-def _backbone(option):
-    return tupe_tf.TupeBackbone(
-        vocabulary_size=50,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=16,
-        position_encoding=option,
-    )
 
 
 def test_numerical_ranks_of_known_matrices():
@@ -32,7 +20,7 @@ def test_numerical_ranks_of_known_matrices():
     [("diet-rel", 2), ("tupe-r", 1), ("bert", 1), ("alibi", 1), ("rope", 1)],
 )
 def test_positional_bias_figure_draws_the_bias(option, drawn_layers):
-    backbone = _backbone(option)
+    backbone = tiny_backbone(option)
     bias = backbone.positional_bias(8)
     fig = figures.positional_bias_figure(backbone, 8)
     try:
@@ -49,7 +37,7 @@ def test_positional_bias_figure_draws_the_bias(option, drawn_layers):
 
 def test_positional_bias_png_is_written(tmp_path):
     path = figures.plot_positional_bias(
-        _backbone("diet-rel"), 8, str(tmp_path / "b.png")
+        tiny_backbone("diet-rel"), 8, str(tmp_path / "b.png")
     )
     image = matplotlib.image.imread(path)
     assert image.ndim == 3 and image.shape[0] > 100

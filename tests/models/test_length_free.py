@@ -5,21 +5,17 @@ import pytest
 
 import tupe_tf
 from tests.test_case import assert_allclose
+from tests.test_case import tiny_backbone
 from tests.test_case import to_numpy
 from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 
 
 def make_backbone(position_encoding, max_sequence_length):
-    return tupe_tf.TupeBackbone(
-        vocabulary_size=50,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
+    return tiny_backbone(
+        position_encoding,
         max_sequence_length=max_sequence_length,
         dropout=0.0,
-        position_encoding=position_encoding,
     )
 
 
