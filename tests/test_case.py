@@ -45,6 +45,8 @@ class AlibiPositionBiasTest(TestCase):
 ```
 """
 
+import importlib.util
+
 import keras
 import numpy as np
 import pytest
@@ -60,6 +62,13 @@ def tensorflow_only(reason):
         keras.backend.backend() != "tensorflow",
         reason=f"TensorFlow only: {reason}",
     )
+
+
+# Tests that run one model on every Keras backend need all three installed.
+every_backend = pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("jax", "torch")),
+    reason='needs JAX and PyTorch: pip install -e ".[jax]" torch==2.13.0',
+)
 
 
 def tiny_backbone(position_encoding="bert", **arguments):

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from tests.models import training_worker
+from tests.test_case import every_backend
 from tests.training.conftest import corpus_file  # noqa: F401 - fixture
 from tests.training.conftest import data_dir  # noqa: F401 - fixture
 from tests.training.conftest import run_script
 from tests.training.conftest import shards  # noqa: F401 - fixture
 from tests.training.conftest import vocab_file  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.large
+pytestmark = [pytest.mark.large, every_backend]
 
 HERE = keras.backend.backend()
 

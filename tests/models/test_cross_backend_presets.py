@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from tests.models import preset_worker
+from tests.test_case import every_backend
 from tests.training.conftest import run_script
 
-pytestmark = pytest.mark.large
+pytestmark = [pytest.mark.large, every_backend]
 
 WORKER = preset_worker.__file__
 BACKENDS = ("tensorflow", "jax", "torch")
