@@ -153,22 +153,25 @@ def test_each_path_runs_where_the_rule_says(monkeypatch):
         monkeypatch, no_dropout, x, training=True, **arguments
     )
     assert calls == on_jax
+    # A padding mask alone (no bias): the explicit path everywhere.
+    assert count_fused_calls(monkeypatch, layer, x, attention_mask=mask) == 0
 
 
 @pytest.mark.parametrize(
-    "backend, dropout, training, scores, fused",
+    "backend, dropout, training, scores, bias, fused",
     [
-        ("jax", 0.1, False, False, True),
-        ("jax", 0.1, None, False, True),
-        ("jax", 0.0, True, False, True),
-        ("jax", 0.1, True, False, False),
-        ("jax", 0.0, False, True, False),
-        ("torch", 0.0, False, False, False),
-        ("tensorflow", 0.0, False, False, False),
+        ("jax", 0.1, False, False, True, True),
+        ("jax", 0.1, None, False, True, True),
+        ("jax", 0.0, True, False, True, True),
+        ("jax", 0.1, True, False, True, False),
+        ("jax", 0.0, False, True, True, False),
+        ("jax", 0.0, False, False, False, False),
+        ("torch", 0.0, False, False, True, False),
+        ("tensorflow", 0.0, False, False, True, False),
     ],
 )
 def test_fused_attention_rule(
-    monkeypatch, backend, dropout, training, scores, fused
+    monkeypatch, backend, dropout, training, scores, bias, fused
 ):
     monkeypatch.setattr(keras.backend, "backend", lambda: backend)
-    assert use_fused_attention(dropout, training, scores) == fused
+    assert use_fused_attention(dropout, training, scores, bias) == fused

@@ -99,7 +99,10 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             elif len(attention_mask.shape) == 3:
                 attention_mask = attention_mask[:, None, :, :]
         if use_fused_attention(
-            self._dropout, training, return_attention_scores
+            self._dropout,
+            training,
+            return_attention_scores,
+            attention_bias is not None,
         ):
             output = ops.dot_product_attention(
                 query,
@@ -177,15 +180,18 @@ def query_key_logits(query, key, attention_bias=None):
     return logits
 
 
-def use_fused_attention(dropout, training, return_attention_scores):
+def use_fused_attention(dropout, training, return_attention_scores, has_bias):
     """Whether the attention runs `keras.ops.dot_product_attention` (fused)
     rather than the explicit float32 logits, mask, softmax and dropout.
 
     Both compute the same attention (to round-off). Per backend:
 
-    - JAX: fused, unless attention dropout is on (training with
-      `dropout > 0`; the fused op has none) or the probabilities are
-      returned. Keras hands the bias and the boolean mask to
+    - JAX: fused where there is an additive bias, unless attention dropout
+      is on (training with `dropout > 0`; the fused op has none) or the
+      probabilities are returned. Without a bias (a padding mask alone)
+      cuDNN refuses the mask's shape and XLA's fallback is slower than the
+      explicit path on GPU (docs/benchmarks.md), so the explicit path runs.
+      Keras hands the bias and the boolean mask to
       `jax.nn.dot_product_attention`: cuDNN's fused kernel on GPUs that
       take it (Ampere or newer, float16/bfloat16 compute dtype, e.g.
       `mixed_bfloat16`), XLA's implementation elsewhere (CPU, TPU, float32).
@@ -201,8 +207,11 @@ def use_fused_attention(dropout, training, return_attention_scores):
         dropout: float. The attention-probability dropout rate.
         training: the layer's `training` argument.
         return_attention_scores: bool. The probabilities are asked for.
+        has_bias: bool. An additive bias (positions or segments) is given.
     """
     if keras.backend.backend() != "jax" or return_attention_scores:
+        return False
+    if not has_bias:
         return False
     return not (training and dropout > 0)
 
