@@ -35,19 +35,22 @@ import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from keras import ops  # noqa: E402
+from model_dims import define_model_dims  # noqa: E402
 
 import tupe_tf  # noqa: E402
 from tupe_tf.layers import biased_multi_head_attention  # noqa: E402
 from tupe_tf.utils.markdown import markdown_table  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 12, "Transformer layers (BERT-base: 12).")
-flags.DEFINE_integer("hidden_dim", 768, "Hidden size (BERT-base: 768).")
-flags.DEFINE_integer("num_heads", 12, "Attention heads (BERT-base: 12).")
-flags.DEFINE_integer("intermediate_dim", 3072, "Feedforward width.")
-flags.DEFINE_integer("seq_length", 512, "Sequence length.")
-flags.DEFINE_integer("batch_size", 16, "Batch size.")
-flags.DEFINE_integer("vocabulary_size", 30522, "Vocabulary size.")
+define_model_dims(
+    num_layers=12,
+    hidden_dim=768,
+    num_heads=12,
+    intermediate_dim=3072,
+    seq_length=512,
+    batch_size=16,
+    size="BERT-base",
+)
 flags.DEFINE_list(
     "position_encodings",
     ["tupe-r", "diet-rel", "alibi"],

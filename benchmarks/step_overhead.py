@@ -24,17 +24,20 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
+from model_dims import define_model_dims  # noqa: E402
 
 import tupe_tf  # noqa: E402
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("num_layers", 4, "Transformer layers (BERT-small: 4).")
-flags.DEFINE_integer("hidden_dim", 512, "Hidden size (BERT-small: 512).")
-flags.DEFINE_integer("num_heads", 8, "Attention heads (BERT-small: 8).")
-flags.DEFINE_integer("intermediate_dim", 2048, "Feedforward width.")
-flags.DEFINE_integer("seq_length", 128, "Sequence length.")
-flags.DEFINE_integer("batch_size", 32, "Batch size.")
-flags.DEFINE_integer("vocabulary_size", 30522, "Vocabulary size.")
+define_model_dims(
+    num_layers=4,
+    hidden_dim=512,
+    num_heads=8,
+    intermediate_dim=2048,
+    seq_length=128,
+    batch_size=32,
+    size="BERT-small",
+)
 flags.DEFINE_integer(
     "rounds", 9, "Interleaved rounds, median over them (9: 5 showed +7% noise)."
 )
