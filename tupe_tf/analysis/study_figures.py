@@ -94,7 +94,6 @@ def plot_extrapolation(pretrain, order, seq_length, path):
     """Held-out loss against evaluation length (median, min-max bars)."""
     colors = _colors(order)
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
-    lengths = [seq_length]
     for index, variant in enumerate(order):
         runs = [r for r in pretrain if r["variant"] == variant]
         if not runs:
@@ -124,7 +123,12 @@ def plot_extrapolation(pretrain, order, seq_length, path):
     _plot_scaled_rope(ax, pretrain, colors)
     ax.axvline(seq_length, color="k", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ticks = sorted(
+        {int(n) for r in pretrain for n in r["heldout_loss_by_length"]}
+    )
+    ax.set_xticks(
+        ticks or [seq_length], [str(n) for n in ticks or [seq_length]]
+    )
     ax.minorticks_off()
     ax.set_xlabel(f"evaluation length (trained at {seq_length})")
     ax.set_ylabel("held-out MLM loss (nats)")
