@@ -78,16 +78,15 @@ def missing(config, record):
     )
 
 
-def _loss(config, preset, data, length, **overrides):
+def _loss(config, model, data, length, **overrides):
     from tupe_tf.analysis import study_data
 
     overrides["max_sequence_length"] = max(length, max(config.eval_lengths))
     return study_data.evaluate_mlm(
-        preset,
+        study_data.rebuilt(model, overrides),
         data.files[length],
         data.vocab_file,
         length,
-        backbone_overrides=overrides,
     )["loss"]
 
 
@@ -102,13 +101,13 @@ def _scaling_arguments(config, scaling, length):
     return arguments
 
 
-def evaluate(config, variant, preset, data):
+def evaluate(config, variant, model, data):
     """The fields a length-free variant's record gains (`{}` for others).
 
     Args:
         config: the `CompareConfig`.
         variant: a key of `VARIANTS`.
-        preset: the trained model's preset directory.
+        model: the trained `TupeMaskedLM` (rebuilt longer, not changed).
         data: a `BeyondTableData` with the held-out shards of every length.
 
     Returns:
@@ -119,14 +118,14 @@ def evaluate(config, variant, preset, data):
     if not is_length_free(variant):
         return {}
     by_length = {
-        str(n): _loss(config, preset, data, n)
+        str(n): _loss(config, model, data, n)
         for n in config.beyond_table_lengths
     }
     scaled = {
         scaling: {
             str(n): _loss(
                 config,
-                preset,
+                model,
                 data,
                 n,
                 **_scaling_arguments(config, scaling, n),

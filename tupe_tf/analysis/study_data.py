@@ -271,8 +271,16 @@ def unigram_loss(train_files, eval_files, vocab_file, seq_length):
     return float(-np.mean(np.log(probabilities[heldout])))
 
 
-def _rebuilt(model, backbone_overrides):
-    """`model` with its backbone rebuilt from a changed config, same weights.
+def load_masked_lm(preset_dir):
+    """The `TupeMaskedLM` of a preset, without its preprocessor."""
+    import tupe_tf
+
+    return tupe_tf.TupeMaskedLM.from_preset(preset_dir, preprocessor=None)
+
+
+def rebuilt(model, backbone_overrides):
+    """`model` with its backbone rebuilt from a changed config, same weights
+    (e.g. a longer `max_sequence_length`, a `rope_scaling`).
 
     Only options whose weight shapes do not depend on the changed arguments
     (`PositionEncoding.length_free` for `max_sequence_length`) can be.
@@ -285,30 +293,17 @@ def _rebuilt(model, backbone_overrides):
     return rebuilt
 
 
-def evaluate_mlm(
-    preset_dir,
-    files,
-    vocab_file,
-    seq_length,
-    batch_size=16,
-    backbone_overrides=None,
-):
-    """Masked-LM loss of a preset on one full pass over `files`.
+def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
+    """Masked-LM loss of a `TupeMaskedLM` on one full pass over `files`.
 
     The masks are the reader's deterministic ones (seed 0), so every model
-    is scored on the same masked positions. `backbone_overrides` (e.g. a
-    longer `max_sequence_length`, a `rope_scaling`) rebuild the trained
-    model with changed backbone arguments. Returns mean loss per masked
+    is scored on the same masked positions. Returns mean loss per masked
     token (nats).
     """
     import keras
 
     import data_pipeline
-    import tupe_tf
 
-    model = tupe_tf.TupeMaskedLM.from_preset(preset_dir, preprocessor=None)
-    if backbone_overrides:
-        model = _rebuilt(model, backbone_overrides)
     dataset = data_pipeline.pretraining_dataset(
         files,
         vocab_file,

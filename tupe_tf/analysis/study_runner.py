@@ -123,7 +123,7 @@ def _pretrain(config, run, data, steps=None, warmup_steps=None):
     return model_dir, result.results
 
 
-def run_pretrain(config, run, data):
+def run_pretrain(config, run, data, beyond_table_data):
     """Pre-trains one (variant, seed); returns its result dict."""
     from tupe_tf.analysis import study_data
 
@@ -131,11 +131,11 @@ def run_pretrain(config, run, data):
     model_dir, results = _pretrain(config, run, data)
     losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
     steps = [config.eval_interval * (i + 1) for i in range(len(losses))]
-    preset = os.path.join(model_dir, "preset")
+    model = study_data.load_masked_lm(os.path.join(model_dir, "preset"))
     extrapolation = {}
     for length in config.eval_lengths:
         extrapolation[str(length)] = study_data.evaluate_mlm(
-            preset, data.eval_files[length], data.vocab_file, length
+            model, data.eval_files[length], data.vocab_file, length
         )["loss"]
     record = {
         "kind": "pretrain",
@@ -152,7 +152,7 @@ def run_pretrain(config, run, data):
         "data_fingerprint": data.fingerprint,
     }
     fields = study_beyond_table.evaluate(
-        config, run.variant, preset, _beyond_table_data(config, data)
+        config, run.variant, model, beyond_table_data
     )
     record = study_beyond_table.add_to_record(record, fields)
     record["wall_seconds"] = time.time() - start
@@ -230,11 +230,11 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def _execute(config, run, data):
+def _execute(config, run, data, beyond_table_data):
     """Runs one run, writes its JSON file and the report; returns the dict."""
     cpu = _cpu_seconds()
     if run.kind == "pretrain":
-        result = run_pretrain(config, run, data)
+        result = run_pretrain(config, run, data, beyond_table_data)
         if run.seed == config.seeds[0]:
             try:
                 draw_bias_map(config, run)
@@ -269,15 +269,17 @@ def _incomplete(config, planned):
     ]
 
 
-def _complete(config, runs, data):
+def _complete(config, runs, beyond_table_data):
     """Adds the beyond-table evaluations to finished runs from their models."""
+    from tupe_tf.analysis import study_data
+
     for run in runs:
         path = study_plan.result_path(config, run)
+        model = study_data.load_masked_lm(
+            study_plan.preset_dir(config, run.variant, run.seed)
+        )
         fields = study_beyond_table.evaluate(
-            config,
-            run.variant,
-            study_plan.preset_dir(config, run.variant, run.seed),
-            _beyond_table_data(config, data),
+            config, run.variant, model, beyond_table_data
         )
         record = study_records.read_json(path)
         study_records.write_json(
@@ -324,10 +326,14 @@ def run_comparison(config: CompareConfig, max_runs=None):
         f"{len(planned)} runs done, {len(todo)} to run",
         flush=True,
     )
-    data = _data(config) if todo or incomplete else None
-    if data is not None:
+    data = beyond_table_data = None
+    if todo or incomplete:
+        data = _data(config)
         study_records.check_study_data(config, data)
-    _complete(config, [r for r in incomplete if r not in todo], data)
+        beyond_table_data = _beyond_table_data(config, data)
+    _complete(
+        config, [r for r in incomplete if r not in todo], beyond_table_data
+    )
     for index, run in enumerate(todo[:max_runs]):
         print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
         if (
@@ -343,8 +349,8 @@ def run_comparison(config: CompareConfig, max_runs=None):
                 "machine and the fine-tuning needs it",
                 flush=True,
             )
-            _execute(config, again, data)
-        _execute(config, run, data)
+            _execute(config, again, data, beyond_table_data)
+        _execute(config, run, data, beyond_table_data)
     return study_report.report(config)
 
 

@@ -211,9 +211,7 @@ def use_fused_attention(dropout, training, return_attention_scores, has_bias):
     """
     if keras.backend.backend() != "jax" or return_attention_scores:
         return False
-    if not has_bias:
-        return False
-    return not (training and dropout > 0)
+    return has_bias and not (training and dropout > 0)
 
 
 def flash_attention_setting():
