@@ -21,6 +21,7 @@ from data_pipeline import corpus
 from data_pipeline import vocab as vocab_lib
 from data_pipeline import wordpiece_learner
 from tupe_tf.utils import fileio
+from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import UserError
 
 # The pipeline's work directory, hidden in the output's directory.
@@ -222,6 +223,7 @@ def _run_pipeline(
         stats = json.load(f)
     if not os.path.exists(learned):
         raise vocab_lib.no_words_error(input_files, stats["nonblank_lines"])
+    interrupts.raise_if_interrupted()
     os.replace(learned, output_file)
     return stats
 

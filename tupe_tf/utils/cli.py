@@ -10,7 +10,7 @@
 - An interrupted run (Ctrl-C, or SIGTERM, which Python would otherwise obey
   at once, without cleaning up) ends with one `ERROR:` line and exit code
   128 + the signal number, after the library removed its temporary files:
-  outputs are published only when complete.
+  outputs are published only when complete (`tupe_tf.utils.interrupts`).
 - Any other exception is a bug or a failure of the machine (out of memory,
   a full disk) and keeps its traceback.
 
@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 from absl import logging as absl_logging
 
+from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import USER_ERROR_EXIT_CODE
 from tupe_tf.utils.errors import UserError
 
@@ -84,24 +85,6 @@ def _parse_flags(argv):
     return remaining
 
 
-class _Interrupted(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt so that the
-    `with`/`finally` blocks that remove temporary files run."""
-
-    signal_number = signal.SIGTERM
-
-
-# The signals received, so that an interruption that a framework wrapped
-# into another exception (Beam: a `RuntimeError`) is still reported as one.
-_received_signals = []
-
-
-def _raise_interrupted(signal_number, frame):
-    del frame
-    _received_signals.append(signal_number)
-    raise _Interrupted()
-
-
 def _interrupted(number):
     fail(
         f"Interrupted by {signal.Signals(number).name}; the outputs of this "
@@ -119,19 +102,22 @@ def run(main):
     """
 
     def wrapped(argv):
-        _received_signals.clear()
-        signal.signal(signal.SIGTERM, _raise_interrupted)
+        interrupts.install()
         try:
             return main(argv)
         except KeyboardInterrupt as e:
             _interrupted(getattr(e, "signal_number", signal.SIGINT))
         except Exception as e:  # pylint: disable=broad-except
-            if _received_signals:
-                _interrupted(_received_signals[0])
+            # A framework may wrap the interruption into another exception
+            # (Beam: a `RuntimeError`).
+            if interrupts.first_received() is not None:
+                _interrupted(interrupts.first_received())
             if isinstance(e, UserError):
                 fail(e, e.exit_code)
             if isinstance(e, app.UsageError):
                 fail(e)
             raise
+        finally:
+            interrupts.uninstall()
 
     app.run(wrapped, flags_parser=_parse_flags)

@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 
+from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import UserError
 
 _GLOB_CHARS = "*?["
@@ -87,8 +88,9 @@ def atomic_files(paths):
 
     Each temporary file is hidden (`.<name>.<random>.tmp`) in the directory
     of its final path (same filesystem, so `os.replace` is atomic). When the
-    `with` body succeeds, every temporary file replaces its final path, in
-    order; when it raises (or is interrupted, even while the temporaries are
+    `with` body succeeds and the run was not interrupted
+    (`interrupts.raise_if_interrupted`), every temporary file replaces its
+    final path, in order; when it raises (or is interrupted, even while the temporaries are
     being created), every temporary file is removed and the final paths are
     left as they were.
 
@@ -113,6 +115,7 @@ def atomic_files(paths):
                 _new_file,
             )
         yield list(temporaries)
+        interrupts.raise_if_interrupted()
         for tmp_path, path in zip(temporaries, paths):
             os.replace(tmp_path, path)
     except BaseException:
@@ -200,7 +203,8 @@ def atomic_directory(path, overwrite=False, what="Directory"):
     """Yields a temporary directory that becomes `path` on success.
 
     The temporary directory is a hidden sibling of `path` (same filesystem,
-    so the final `os.rename` is atomic). On any error it is removed and
+    so the final `os.rename` is atomic). On any error, or when the run was
+    interrupted (`interrupts.raise_if_interrupted`), it is removed and
     `path` is left as it was. An existing `path` is replaced only with
     `overwrite=True`, and only after the new content is complete: it is moved
     aside first, so `path` is always either the old or the new directory.
@@ -232,6 +236,7 @@ def atomic_directory(path, overwrite=False, what="Directory"):
             created, parent, f".{name}.tmp-", "", _new_private_directory
         )
         yield tmp_dir
+        interrupts.raise_if_interrupted()
     except BaseException:
         for directory in created:
             shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,77 @@
+import os
+import signal
+import sys
+
+import pytest
+
+from tupe_tf.utils import fileio
+from tupe_tf.utils import interrupts
+
+
+@pytest.fixture
+def handled():
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    interrupts.install()
+    yield
+    interrupts.uninstall()
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+class _SignalsItselfWhenCollected:
+    """Receives SIGTERM inside `__del__`, where Python prints the handler's
+    exception as "Exception ignored in" and drops it: JAX's garbage
+    collector callback swallowed an interruption this way."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(1000))  # Bytecodes: the handler runs before they end.
+
+
+def _receive_swallowed_sigterm():
+    _SignalsItselfWhenCollected()
+
+
+def test_a_swallowed_signal_is_recorded(handled, monkeypatch):
+    swallowed = []
+    monkeypatch.setattr(sys, "unraisablehook", swallowed.append)
+    _receive_swallowed_sigterm()  # Raises nothing.
+    assert [type(s.exc_value) for s in swallowed] == [interrupts.Interrupted]
+    assert interrupts.first_received() == signal.SIGTERM
+    with pytest.raises(interrupts.Interrupted) as raised:
+        interrupts.raise_if_interrupted()
+    assert raised.value.signal_number == signal.SIGTERM
+    assert isinstance(raised.value, KeyboardInterrupt)
+
+
+def test_atomic_writers_publish_nothing_after_a_swallowed_signal(
+    handled, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    old = tmp_path / "old"
+    fileio.write_text_atomically(old, "before\n")
+    _receive_swallowed_sigterm()
+    with pytest.raises(interrupts.Interrupted):
+        fileio.write_text_atomically(old, "after\n")
+    with pytest.raises(interrupts.Interrupted):
+        with fileio.atomic_directory(tmp_path / "model") as tmp_dir:
+            (open(os.path.join(tmp_dir, "weights"), "w")).close()
+    assert old.read_text() == "before\n"
+    assert sorted(os.listdir(tmp_path)) == ["old"]
+
+
+def test_writers_publish_without_a_signal(handled, tmp_path):
+    fileio.write_text_atomically(tmp_path / "out", "x\n")
+    assert interrupts.first_received() is None
+    assert (tmp_path / "out").read_text() == "x\n"
+
+
+def test_sigint_is_handled_unless_ignored(handled):
+    # pytest-xdist's workers ignore SIGINT; an ignored signal stays ignored.
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is signal.SIG_IGN:
+        return
+    with pytest.raises(interrupts.Interrupted) as raised:
+        os.kill(os.getpid(), signal.SIGINT)
+        sum(range(1000))
+    assert raised.value.signal_number == signal.SIGINT
+    assert interrupts.first_received() == signal.SIGINT
