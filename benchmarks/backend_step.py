@@ -84,6 +84,7 @@ def build(option, example):
     import tupe_tf
     from tupe_tf.training import MODEL_SIZES
     from tupe_tf.training.optimization import create_optimizer
+    from tupe_tf.utils.backend import assign_seeded_weights
 
     backbone = tupe_tf.TupeBackbone(
         FLAGS.vocabulary_size,
@@ -93,12 +94,7 @@ def build(option, example):
     )
     model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
     model(example)
-    rng = np.random.default_rng(0)
-    for variable in model.weights:
-        value = rng.normal(0, 0.02, variable.shape)
-        if "gamma" in variable.path:
-            value += 1.0
-        variable.assign(value.astype(variable.dtype))
+    assign_seeded_weights(model, seed=0, stddev=0.02)
     model.compile(
         optimizer=create_optimizer(
             model, num_train_steps=100_000, learning_rate=1e-3, warmup_steps=10

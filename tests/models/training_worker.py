@@ -36,6 +36,7 @@ def build(vocabulary_size):
 
     import tupe_tf
     from tupe_tf.training.optimization import create_optimizer
+    from tupe_tf.utils.backend import assign_seeded_weights
 
     backbone = tupe_tf.TupeBackbone(
         vocabulary_size,
@@ -57,12 +58,7 @@ def build(vocabulary_size):
             "mask_positions": dummy[:, :5],
         }
     )
-    rng = np.random.default_rng(0)
-    for variable in model.weights:
-        value = rng.normal(0, 0.05, variable.shape)
-        if "gamma" in variable.path:
-            value += 1.0
-        variable.assign(value.astype(variable.dtype))
+    assign_seeded_weights(model, seed=0, stddev=0.05)
     model.compile(
         optimizer=create_optimizer(
             model, num_train_steps=STEPS, learning_rate=3e-3, warmup_steps=2

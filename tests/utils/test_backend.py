@@ -1,8 +1,10 @@
 import keras
+import numpy as np
 import pytest
 
 from tupe_tf.export import export_preset
 from tupe_tf.training.distribution import create_strategy
+from tupe_tf.utils.backend import assign_seeded_weights
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
@@ -34,3 +36,22 @@ def test_strategies_are_refused_but_default(on_jax):
     with pytest.raises(UserError, match="--strategy=mirrored needs"):
         create_strategy("mirrored")
     assert create_strategy("default").num_replicas_in_sync == 1
+
+
+def test_seeded_weights_are_numpys_draws_in_weight_order():
+    dense = keras.layers.Dense(3)
+    norm = keras.layers.LayerNormalization()
+    model = keras.Sequential([keras.Input((2,)), dense, norm])
+    assign_seeded_weights(model, seed=7, stddev=0.5)
+    rng = np.random.default_rng(7)
+    expected = [rng.normal(0.0, 0.5, shape) for shape in [(2, 3), (3,), (3,)]]
+    expected.append(rng.normal(0.0, 0.5, (3,)))
+    expected[2] += 1.0  # The layer norm's gamma.
+    assert [v.path.split("/")[-1] for v in model.weights] == [
+        "kernel",
+        "bias",
+        "gamma",
+        "beta",
+    ]
+    for variable, value in zip(model.weights, expected):
+        np.testing.assert_allclose(variable.numpy(), value, rtol=1e-6)

@@ -1,4 +1,6 @@
-"""What only the TensorFlow backend can do, refused clearly on the others.
+"""What differs between Keras backends.
+
+What only the TensorFlow backend can do is refused clearly on the others.
 
 The model core (`tupe_tf.layers`, `tupe_tf.models`) runs on every Keras
 backend. SavedModel and TF Hub export and `tf.distribute` strategies are
@@ -6,12 +8,17 @@ TensorFlow's own: their entry points call `require_tensorflow` first, so
 under `KERAS_BACKEND=jax` or `=torch` they fail with one message that says
 what to do, not deep inside TensorFlow with a JAX or PyTorch tensor.
 
+Keras initializers draw other numbers on every backend (each has its own
+random generator); `assign_seeded_weights` gives a model the same weights
+on all of them, so that their outputs and training steps can be compared.
+
 Example:
 >>> from tupe_tf.utils.backend import require_tensorflow
 >>> require_tensorflow("SavedModel export")  # no-op on TensorFlow
 """
 
 import keras
+import numpy as np
 
 from tupe_tf.utils.errors import UserError
 
@@ -30,3 +37,25 @@ def require_tensorflow(what):
             "Set KERAS_BACKEND=tensorflow (before Python starts) and run it "
             "again."
         )
+
+
+def assign_seeded_weights(model, seed=0, stddev=0.02):
+    """Assigns every weight of a built `model` from NumPy's generator.
+
+    Each weight is drawn from `N(0, stddev)` in `model.weights` order, plus
+    1 for layer-norm scales (`gamma`), the same numbers on every backend.
+
+    Args:
+        model: a built Keras model or layer.
+        seed: int. The seed of `numpy.random.default_rng`.
+        stddev: float. The standard deviation of the draws.
+
+    Example:
+    >>> assign_seeded_weights(model, seed=0)  # doctest: +SKIP
+    """
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        value = rng.normal(0.0, stddev, variable.shape)
+        if "gamma" in variable.path:
+            value += 1.0
+        variable.assign(value.astype(variable.dtype))
