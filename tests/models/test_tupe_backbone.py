@@ -756,6 +756,28 @@ def test_variable_lengths_xla_and_fold(option):
         backbone.unfold_positional_bias()
 
 
+@pytest.mark.skipif(
+    keras.backend.backend() != "torch", reason="torch.compile is PyTorch's"
+)
+def test_torch_compile_predicts_as_eager():
+    """`jit_compile=True` on PyTorch is `torch.compile`. It takes most of a
+    minute per model on CPU, so one option: the one with most parts
+    (untied positions, relative buckets, per-head segments)."""
+    import torch
+
+    backbone = make_backbone(
+        position_encoding="tupe-r", segment_encoding="per-head"
+    )
+    randomize(backbone, seed=3)
+    inputs = make_inputs(length=12, real=(12, 9))
+    eager = to_numpy(backbone(inputs)["sequence_output"])
+    backbone.compile(jit_compile=True)
+    torch._dynamo.utils.counters.clear()
+    compiled = backbone.predict(inputs, verbose=0)["sequence_output"]
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] > 0
+    assert_allclose(compiled, eager, atol=1e-5)
+
+
 @pytest.mark.parametrize("option", tupe_tf.POSITION_ENCODINGS)
 def test_mixed_bfloat16(option):
     float_model = make_backbone(position_encoding=option)
