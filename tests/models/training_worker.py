@@ -7,9 +7,11 @@ fixed before Keras is imported:
     python tests/models/training_worker.py TRAIN_FILE VOCAB OUT.npz [MODE...]
 
 `MODE` is `single` (default devices), `data_parallel` (JAX only:
-`keras.distribution.DataParallel` over every CPU device) or `shuffled` (the
-training reader: shuffled, repeated). Every mode starts from the same NumPy
-weights, without dropout; `single` and `data_parallel` read the shard once
+`keras.distribution.DataParallel` over every CPU device), `shuffled` (the
+training reader: shuffled, repeated) or `jit_compiled` (`single` with
+`jit_compile=True`, on PyTorch `torch.compile`: minutes on CPU, so no test
+runs it; its weights compare with `single`'s). Every mode starts from the
+same NumPy weights, without dropout; `single` and `data_parallel` read the shard once
 in file order with deterministic masks, so their per-step losses on two
 backends or two device layouts differ only by float32 round-off. (The
 training reader reshuffles on every new iterator, and `fit` on JAX and
@@ -30,8 +32,9 @@ BATCH_SIZE = 8
 STEPS = 12
 
 
-def build(vocabulary_size):
-    """The compiled masked LM, weights drawn with NumPy (backend-neutral)."""
+def build(vocabulary_size, jit_compile="auto"):
+    """The compiled masked LM, weights drawn with NumPy (backend-neutral);
+    `jit_compile` as in `Model.compile`."""
     import keras
 
     import tupe_tf
@@ -65,6 +68,7 @@ def build(vocabulary_size):
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         weighted_metrics=["sparse_categorical_accuracy"],
+        jit_compile=jit_compile,
     )
     return model
 
@@ -83,13 +87,13 @@ def dataset(train_file, vocab_file, is_training):
     )
 
 
-def train(train_file, vocab_file, is_training=False):
+def train(train_file, vocab_file, is_training=False, jit_compile="auto"):
     """`{"losses": per-step running mean loss, "weights_<i>": ...}`."""
     import keras
 
     with open(vocab_file) as f:
         vocabulary_size = sum(1 for _ in f)
-    model = build(vocabulary_size)
+    model = build(vocabulary_size, jit_compile)
     initial = [keras.ops.convert_to_numpy(v) for v in model.weights]
     # The loss on the first batches in file order, before and after.
     seen = dataset(train_file, vocab_file, is_training=False).take(STEPS)
@@ -141,7 +145,10 @@ def run(train_file, vocab_file, modes):
                 keras.distribution.DataParallel(devices=devices)
             )
         trained, model = train(
-            train_file, vocab_file, is_training=mode == "shuffled"
+            train_file,
+            vocab_file,
+            is_training=mode == "shuffled",
+            jit_compile=True if mode == "jit_compiled" else "auto",
         )
         if mode == "data_parallel":
             trained["replicas"] = np.array(largest_replica_difference(model))
