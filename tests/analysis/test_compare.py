@@ -80,6 +80,9 @@ def _config(tmp_path, data, **overrides):
         beyond_table_factors=[4],
         global_batch_size=8,
         num_train_steps=4,
+        # XLA's compile time outweighs 4 steps; the first test keeps the
+        # study's default (XLA) to cover it.
+        jit_compile=False,
         eval_interval=2,
         eval_steps=2,
         glue_dir=data["glue"],
@@ -100,7 +103,7 @@ def _config(tmp_path, data, **overrides):
 
 @pytest.mark.large
 def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
-    config = _config(tmp_path, tiny_data)
+    config = _config(tmp_path, tiny_data, jit_compile=True)
     # Stop part-way, as an interrupted study would: the control's
     # fine-tuning and bert's seed-0 pre-training are done.
     compare.run_comparison(config, max_runs=2)
@@ -157,7 +160,12 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     # Extending one variant with a seed runs only that seed; the default
     # plan's report then shows it and counts it as on record, not planned.
     extended = _config(
-        tmp_path, tiny_data, variants=["tupe-r"], seeds=[0, 1, 2], glue_dir=None
+        tmp_path,
+        tiny_data,
+        variants=["tupe-r"],
+        seeds=[0, 1, 2],
+        glue_dir=None,
+        jit_compile=True,
     )
     extended_out = compare.run_comparison(extended)
     assert extended_out["pending"] == []
@@ -353,7 +361,7 @@ def test_changed_settings_are_refused(tmp_path, tiny_data):
     # GLUE table: refused too.
     with pytest.raises(UserError, match="glue_recipe"):
         study_records.check_study_settings(
-            _config(tmp_path, tiny_data, jit_compile=False)
+            _config(tmp_path, tiny_data, jit_compile=True)
         )
 
 
