@@ -1,6 +1,7 @@
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -23,8 +24,16 @@ class _SignalsItselfWhenCollected:
     collector callback swallowed an interruption this way."""
 
     def __del__(self):
-        os.kill(os.getpid(), signal.SIGTERM)
-        sum(range(1000))  # Bytecodes: the handler runs before they end.
+        _send_and_wait(signal.SIGTERM)
+
+
+def _send_and_wait(signal_number):
+    """Sends `signal_number` to this process and runs bytecodes until its
+    handler ran (the signal may reach another thread first)."""
+    os.kill(os.getpid(), signal_number)
+    deadline = time.monotonic() + 10
+    while interrupts.first_received() is None:
+        assert time.monotonic() < deadline, "the handler never ran"
 
 
 def _receive_swallowed_sigterm():
@@ -71,7 +80,6 @@ def test_sigint_is_handled_unless_ignored(handled):
     if handler is signal.SIG_IGN:
         return
     with pytest.raises(interrupts.Interrupted) as raised:
-        os.kill(os.getpid(), signal.SIGINT)
-        sum(range(1000))
+        _send_and_wait(signal.SIGINT)
     assert raised.value.signal_number == signal.SIGINT
     assert interrupts.first_received() == signal.SIGINT
