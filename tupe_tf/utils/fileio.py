@@ -90,9 +90,9 @@ def atomic_files(paths):
     of its final path (same filesystem, so `os.replace` is atomic). When the
     `with` body succeeds and the run was not interrupted
     (`interrupts.raise_if_interrupted`), every temporary file replaces its
-    final path, in order; when it raises (or is interrupted, even while the temporaries are
-    being created), every temporary file is removed and the final paths are
-    left as they were.
+    final path, in order; when it raises (or is interrupted, even while the
+    temporaries are being created), every temporary file is removed and the
+    final paths are left as they were.
 
     Args:
         paths: the final file paths.

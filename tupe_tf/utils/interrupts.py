@@ -1,14 +1,13 @@
 """Ctrl-C and SIGTERM, so that an interrupted run publishes nothing.
 
 Python runs a signal handler between two bytecodes of whatever code runs
-at that moment. When that is a garbage-collector callback or a `__del__`
-(JAX registers one, and TensorFlow, Beam and the tokenizers run many), the
-`KeyboardInterrupt` the handler raises is printed as "Exception ignored
-in ..." and dropped, and the run would go on to publish its outputs. So
-the handler `install` sets also records the signal, and every step that
-publishes (`tupe_tf.utils.fileio`'s atomic writers) first calls
-`raise_if_interrupted`: a run that received a signal raises there at the
-latest, removes its temporaries and publishes nothing.
+at that moment. When that is a garbage-collector callback (JAX registers
+one) or a `__del__`, the `KeyboardInterrupt` the handler raises is printed
+as "Exception ignored in ..." and dropped, and the run would go on to
+publish its outputs. So the handler `install` sets also records the
+signal, and every step that publishes (`tupe_tf.utils.fileio`'s atomic
+writers) first calls `raise_if_interrupted`: a run that received a signal
+raises there at the latest, removes its temporaries and publishes nothing.
 
 Standard library only, like `fileio`, which imports it.
 
