@@ -95,13 +95,9 @@ def randomize(model, seed=0):
     zero-initialised biases and tables included, so that a comparison with
     a NumPy reference cannot pass by accident.
     """
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        if "gamma" in variable.path:
-            value = 1.0 + rng.normal(0, 0.2, variable.shape)
-        else:
-            value = rng.normal(0, 0.3, variable.shape)
-        variable.assign(value.astype(variable.dtype))
+    from tupe_tf.utils.backend import assign_seeded_weights
+
+    assign_seeded_weights(model, seed, stddev=0.3, gamma_stddev=0.2)
 
 
 def to_numpy(data):

@@ -55,3 +55,16 @@ def test_seeded_weights_are_numpys_draws_in_weight_order():
     ]
     for variable, value in zip(model.weights, expected):
         np.testing.assert_allclose(variable.numpy(), value, rtol=1e-6)
+
+
+def test_layer_norm_scales_can_have_their_own_spread():
+    norm = keras.layers.LayerNormalization()
+    norm.build((None, 4))
+    assign_seeded_weights(norm, seed=3, stddev=0.5, gamma_stddev=0.1)
+    rng = np.random.default_rng(3)
+    np.testing.assert_allclose(
+        norm.gamma.numpy(), 1.0 + rng.normal(0.0, 0.1, (4,)), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        norm.beta.numpy(), rng.normal(0.0, 0.5, (4,)), rtol=1e-6
+    )

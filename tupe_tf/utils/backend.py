@@ -39,23 +39,28 @@ def require_tensorflow(what):
         )
 
 
-def assign_seeded_weights(model, seed=0, stddev=0.02):
+def assign_seeded_weights(model, seed=0, stddev=0.02, gamma_stddev=None):
     """Assigns every weight of a built `model` from NumPy's generator.
 
-    Each weight is drawn from `N(0, stddev)` in `model.weights` order, plus
-    1 for layer-norm scales (`gamma`), the same numbers on every backend.
+    Each weight is drawn from `N(0, stddev)` in `model.weights` order, and
+    layer-norm scales (`gamma`) from `1 + N(0, gamma_stddev)`: the same
+    numbers on every backend.
 
     Args:
         model: a built Keras model or layer.
         seed: int. The seed of `numpy.random.default_rng`.
         stddev: float. The standard deviation of the draws.
+        gamma_stddev: float. That of the layer-norm scales (None: `stddev`).
 
     Example:
     >>> assign_seeded_weights(model, seed=0)  # doctest: +SKIP
     """
+    if gamma_stddev is None:
+        gamma_stddev = stddev
     rng = np.random.default_rng(seed)
     for variable in model.weights:
-        value = rng.normal(0.0, stddev, variable.shape)
         if "gamma" in variable.path:
-            value += 1.0
+            value = 1.0 + rng.normal(0.0, gamma_stddev, variable.shape)
+        else:
+            value = rng.normal(0.0, stddev, variable.shape)
         variable.assign(value.astype(variable.dtype))
