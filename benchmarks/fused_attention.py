@@ -22,35 +22,28 @@ cuDNN (a `__cudnn$fmha` custom call, forward and backward counted) or XLA.
 import concurrent.futures
 import contextlib
 import os
-import random
 import re
-import statistics
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
+import harness  # noqa: E402
 import jax  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from keras import ops  # noqa: E402
+from model_dims import backbone_dims  # noqa: E402
 from model_dims import define_model_dims  # noqa: E402
+from model_dims import describe_dims  # noqa: E402
 
 import tupe_tf  # noqa: E402
 from tupe_tf.layers import biased_multi_head_attention  # noqa: E402
 from tupe_tf.utils.markdown import markdown_table  # noqa: E402
 
-FLAGS = flags.FLAGS
-define_model_dims(
-    num_layers=12,
-    hidden_dim=768,
-    num_heads=12,
-    intermediate_dim=3072,
-    seq_length=512,
-    batch_size=16,
-    size="BERT-base",
-)
+FLAGS = harness.define_round_flags(rounds=9, steps_per_round=5)
+define_model_dims("base", seq_length=512, batch_size=16)
 flags.DEFINE_list(
     "position_encodings",
     ["tupe-r", "diet-rel", "alibi"],
@@ -60,8 +53,6 @@ flags.DEFINE_list(
 flags.DEFINE_list(
     "dtypes", ["mixed_bfloat16", "float32"], "Keras dtype policies."
 )
-flags.DEFINE_integer("rounds", 9, "Interleaved rounds, median over them.")
-flags.DEFINE_integer("steps_per_round", 5, "Timed steps per program/round.")
 flags.DEFINE_string(
     "output", None, "Also write the table here, rewritten after each model."
 )
@@ -102,12 +93,7 @@ def make_inputs(rng):
 
 def build(position_encoding, dtype):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=FLAGS.vocabulary_size,
-        num_layers=FLAGS.num_layers,
-        num_heads=FLAGS.num_heads,
-        hidden_dim=FLAGS.hidden_dim,
-        intermediate_dim=FLAGS.intermediate_dim,
-        max_sequence_length=max(512, FLAGS.seq_length),
+        **backbone_dims(),
         position_encoding=position_encoding,
         dropout=0.0,
         dtype=dtype,
@@ -171,16 +157,8 @@ def kernel(hlo_text):
     return "cuDNN (" + ", ".join(f"{n} {t}" for t, n in counts.items()) + ")"
 
 
-def time_steps(program, args):
-    start = time.perf_counter()
-    for _ in range(FLAGS.steps_per_round):
-        result = program(*args)
-    jax.block_until_ready(result)
-    return (time.perf_counter() - start) / FLAGS.steps_per_round
-
-
 def measure(position_encoding, dtype, inputs):
-    """{(step, fused): per-round seconds} and {step: fused kernel}."""
+    """{(step, fused): per-round `Timing`s} and {step: fused kernel}."""
     backbone = build(position_encoding, dtype)
     args = (
         [v.value for v in backbone.trainable_variables],
@@ -190,31 +168,35 @@ def measure(position_encoding, dtype, inputs):
     programs = compile_programs(backbone, args)
     for program, _ in programs.values():
         jax.block_until_ready(program(*args))  # warm up
-    times = {key: [] for key in programs}
-    order = list(programs)
-    for round_index in range(FLAGS.rounds):
-        random.Random(round_index).shuffle(order)
-        for key in order:
-            times[key].append(time_steps(programs[key][0], args))
+
+    def case(program):
+        return lambda: harness.time_steps(
+            lambda: program(*args),
+            FLAGS.steps_per_round,
+            finish=jax.block_until_ready,
+        )
+
+    cases = {key: case(program) for key, (program, _) in programs.items()}
     kernels = {step: programs[step, True][1] for step in STEPS}
-    return times, kernels
+    return harness.run_rounds(cases, FLAGS.rounds), kernels
 
 
-def table_rows(position_encoding, dtype, times, kernels):
+def table_rows(position_encoding, dtype, samples, kernels):
     rows = []
     for step in STEPS:
-        fused, explicit = times[step, True], times[step, False]
-        ratios = [e / f for e, f in zip(explicit, fused)]
+        fused = harness.summarize(samples[step, True])
+        explicit = harness.summarize(
+            samples[step, False], reference=samples[step, True]
+        )
         rows.append(
             [
                 position_encoding,
                 dtype,
                 step,
                 kernels[step],
-                f"{statistics.median(fused) * 1e3:.2f}",
-                f"{statistics.median(explicit) * 1e3:.2f}",
-                f"{statistics.median(ratios):.2f}x "
-                f"({min(ratios):.2f}-{max(ratios):.2f})",
+                f"{fused.wall.median * 1e3:.2f}",
+                f"{explicit.wall.median * 1e3:.2f}",
+                explicit.wall_ratio.format(".2f"),
             ]
         )
     return rows
@@ -227,8 +209,22 @@ HEADER = [
     "fused kernel",
     "fused ms",
     "explicit ms",
-    "explicit / fused (min-max)",
+    "explicit / fused [min, max]",
 ]
+ALIGN = [None] * 4 + ["right"] * 3
+
+
+def model_rows(position_encoding, dtype, inputs):
+    """The table rows of one backbone, its session cleared afterwards."""
+    start = time.perf_counter()
+    samples, kernels = measure(position_encoding, dtype, inputs)
+    keras.backend.clear_session()
+    print(
+        f"{position_encoding} {dtype} done in "
+        f"{time.perf_counter() - start:.0f} s",
+        flush=True,
+    )
+    return table_rows(position_encoding, dtype, samples, kernels)
 
 
 def main(_):
@@ -246,29 +242,17 @@ def main(_):
     rows = []
     for dtype in FLAGS.dtypes:
         for position_encoding in FLAGS.position_encodings:
-            start = time.perf_counter()
-            times, kernels = measure(position_encoding, dtype, inputs)
-            rows += table_rows(position_encoding, dtype, times, kernels)
-            keras.backend.clear_session()
-            print(
-                f"{position_encoding} {dtype} done in "
-                f"{time.perf_counter() - start:.0f} s",
-                flush=True,
-            )
-            text = markdown_table(
-                HEADER, rows, align=[None] * 4 + ["right"] * 3
-            )
+            rows += model_rows(position_encoding, dtype, inputs)
             if FLAGS.output:
                 with open(FLAGS.output, "w") as f:
-                    f.write(text + "\n")
-    print(
-        f"\ndims: layers={FLAGS.num_layers} hidden={FLAGS.hidden_dim} "
-        f"heads={FLAGS.num_heads} ffn={FLAGS.intermediate_dim} "
-        f"seq={FLAGS.seq_length} batch={FLAGS.batch_size} "
-        f"rounds={FLAGS.rounds}x{FLAGS.steps_per_round} steps, "
-        f"{device.device_kind}\n"
+                    f.write(markdown_table(HEADER, rows, ALIGN) + "\n")
+    harness.print_table(
+        f"dims {describe_dims()}, rounds={FLAGS.rounds}x"
+        f"{FLAGS.steps_per_round} steps, {device.device_kind}",
+        HEADER,
+        rows,
+        ALIGN,
     )
-    print(text)
 
 
 if __name__ == "__main__":
