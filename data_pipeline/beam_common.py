@@ -16,10 +16,10 @@ import dataclasses
 import shlex
 
 from data_pipeline import corpus
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import refuse_ignored
-from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import refuse_ignored
+from tupe_tf.utils.settings import setting
 
 BEAM_MISSING = (
     "Apache Beam is not installed: pip install 'tupe-tf[beam]' "

@@ -10,10 +10,10 @@ import re
 import zlib
 
 from tupe_tf.utils import fileio
-from tupe_tf.utils.config_flags import between
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import setting
 
 # Lines longer than this many bytes are cut (at a space when possible) into
 # pieces, so that one huge line never has to sit in memory or in a tokenizer
@@ -62,7 +62,7 @@ class TextInputSettings:
 
     def check_text_input_settings(self):
         """Raises `UserError` naming a setting outside its declared range
-        (`config_flags.check_ranges`), for the vocabulary and shard
+        (`settings.check_ranges`), for the vocabulary and shard
         builders that take these settings."""
         check_ranges(self)
 

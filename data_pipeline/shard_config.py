@@ -9,13 +9,13 @@ from typing import Optional
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import between
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import refuse_ignored
-from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import refuse_ignored
+from tupe_tf.utils.settings import setting
 
 # `--compression` values and TFRecord's name for each.
 _COMPRESSIONS = {None: "", "": "", "none": "", "gzip": "GZIP"}

@@ -10,12 +10,12 @@ from data_pipeline import beam_common
 from data_pipeline import corpus
 from data_pipeline import wordpiece_learner
 from tupe_tf.utils import fileio
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import refuse_ignored
-from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import refuse_ignored
+from tupe_tf.utils.settings import setting
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

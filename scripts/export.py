@@ -31,13 +31,13 @@ from absl import logging  # noqa: E402
 import tupe_tf.export  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
-from tupe_tf.utils.config_flags import at_least  # noqa: E402
-from tupe_tf.utils.config_flags import check_ranges  # noqa: E402
-from tupe_tf.utils.config_flags import refuse_ignored  # noqa: E402
-from tupe_tf.utils.config_flags import setting  # noqa: E402
 from tupe_tf.utils.errors import UserError  # noqa: E402
 from tupe_tf.utils.fileio import check_writable_dir  # noqa: E402
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields  # noqa: E402
+from tupe_tf.utils.settings import at_least  # noqa: E402
+from tupe_tf.utils.settings import check_ranges  # noqa: E402
+from tupe_tf.utils.settings import refuse_ignored  # noqa: E402
+from tupe_tf.utils.settings import setting  # noqa: E402
 
 
 @refuses_unknown_fields

@@ -342,7 +342,7 @@ def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
 
 
 def test_variants_come_from_the_option_table():
-    from tupe_tf.backbone_options import POSITION_ENCODINGS
+    from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 
     assert list(VARIANTS)[: len(POSITION_ENCODINGS)] == list(POSITION_ENCODINGS)
     assert VARIANTS["tupe-a-tie-cls"] == {

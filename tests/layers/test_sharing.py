@@ -1,7 +1,7 @@
 import pytest
 
-from tupe_tf.backbone_options import POSITION_SHARINGS
 from tupe_tf.layers.sharing import sharing_units
+from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
 
 def test_units_per_mode():

@@ -4,12 +4,12 @@ import inspect
 
 import pytest
 
-from tupe_tf.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.backbone_options import OPTION_DEFAULTS
-from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.backbone_options import POSITION_SHARINGS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
+from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
 
 def test_backbone_signature_defaults_equal_the_option_table():

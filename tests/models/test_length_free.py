@@ -7,8 +7,8 @@ import tupe_tf
 from tests.test_case import assert_allclose
 from tests.test_case import tiny_backbone
 from tests.test_case import to_numpy
-from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 
 
 def make_backbone(position_encoding, max_sequence_length):

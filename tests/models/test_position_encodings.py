@@ -6,13 +6,13 @@ import types
 import numpy as np
 import pytest
 
-from tupe_tf.backbone_options import OPTION_DEFAULTS
-from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.layers import PositionBiasLayer
 from tupe_tf.models.position_encodings import OPTION_SPECIFIC_ARGUMENTS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
+from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 
 
 def test_table_lists_every_option_once_in_order():

@@ -21,9 +21,9 @@ from tests.test_case import jit_compiled
 from tests.test_case import randomize
 from tests.test_case import tensorflow_only
 from tests.test_case import to_numpy
-from tupe_tf.backbone_options import INTERMEDIATE_ACTIVATIONS
 from tupe_tf.layers.keras_hub_internals import gelu_approximate
 from tupe_tf.models.tupe_backbone import FEEDFORWARD_ACTIVATIONS
+from tupe_tf.utils.backbone_options import INTERMEDIATE_ACTIVATIONS
 
 VOCAB, LAYERS, HEADS, HIDDEN, FFN, MAX_LEN = 97, 2, 4, 32, 64, 16
 HEAD_DIM = HIDDEN // HEADS

@@ -4,10 +4,10 @@ import inspect
 import pytest
 from absl import flags
 
-from tupe_tf.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.backbone_options import BackboneOption
 from tupe_tf.training import config as config_lib
 from tupe_tf.utils import config_flags
+from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.utils.backbone_options import BackboneOption
 
 
 def test_model_config_is_generated_from_the_option_table():

@@ -6,7 +6,8 @@ import pytest
 from absl import flags
 
 from tupe_tf.utils import config_flags
-from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils import settings
+from tupe_tf.utils.settings import setting
 
 
 @dataclasses.dataclass
@@ -142,33 +143,31 @@ def test_validate_errors_name_the_flag():
 
 @dataclasses.dataclass
 class Ranged:
-    rate: float = setting(
-        0.1, help="A rate.", valid=config_flags.greater_than(0)
-    )
+    rate: float = setting(0.1, help="A rate.", valid=settings.greater_than(0))
     ratio: float = setting(
-        0.0, help="A ratio.", valid=config_flags.between(0, 1, high_open=True)
+        0.0, help="A ratio.", valid=settings.between(0, 1, high_open=True)
     )
     steps: Optional[int] = setting(
-        None, help="Steps.", valid=config_flags.at_least(1)
+        None, help="Steps.", valid=settings.at_least(1)
     )
     seeds: Sequence[int] = setting(
-        (0,), help="Seeds.", valid=config_flags.at_least(0)
+        (0,), help="Seeds.", valid=settings.at_least(0)
     )
 
 
 @pytest.mark.parametrize(
     "valid, inside, outside, text",
     [
-        (config_flags.greater_than(0), [1e-9, 5], [0, -1], "> 0"),
-        (config_flags.at_least(1), [1, 7], [0, -3], ">= 1"),
+        (settings.greater_than(0), [1e-9, 5], [0, -1], "> 0"),
+        (settings.at_least(1), [1, 7], [0, -3], ">= 1"),
         (
-            config_flags.between(0, 1, high_open=True),
+            settings.between(0, 1, high_open=True),
             [0, 0.5],
             [1, -0.1],
             "in [0, 1)",
         ),
         (
-            config_flags.between(0.5, 2.5),
+            settings.between(0.5, 2.5),
             [0.5, 2.5],
             [0.4, 2.6],
             "in [0.5, 2.5]",
@@ -216,7 +215,7 @@ def test_values_inside_their_ranges_and_unset_optionals_pass():
 @dataclasses.dataclass
 class LibraryOnly:
     batch: int = setting(
-        8, help="Batch.", flag=False, valid=config_flags.at_least(1)
+        8, help="Batch.", flag=False, valid=settings.at_least(1)
     )
 
 
@@ -233,9 +232,9 @@ def test_library_built_configs_are_checked_for_type_and_range(config, message):
     from tupe_tf.utils.errors import UserError
 
     with pytest.raises(UserError) as error:
-        config_flags.check_ranges(config)
+        settings.check_ranges(config)
     assert str(error.value) == message
-    assert config_flags.check_ranges(Ranged(rate=2, steps=4)) is None
+    assert settings.check_ranges(Ranged(rate=2, steps=4)) is None
 
 
 @dataclasses.dataclass
@@ -256,20 +255,20 @@ def test_a_setting_that_would_be_ignored_is_refused(config, message):
     from tupe_tf.utils.errors import UserError
 
     with pytest.raises(UserError, match=message):
-        config_flags.refuse_ignored(
+        settings.refuse_ignored(
             config, ("rate", "fields"), config.static, "with --static"
         )
 
 
 def test_defaults_or_a_holding_condition_are_not_refused():
     names = ("rate", "fields")
-    config_flags.refuse_ignored(Masking(), names, False, "with --static")
-    config_flags.refuse_ignored(
+    settings.refuse_ignored(Masking(), names, False, "with --static")
+    settings.refuse_ignored(
         Masking(static=True, rate=0.3), names, True, "with --static"
     )
 
 
 def test_a_list_flag_equal_to_its_tuple_default_is_not_refused():
-    config_flags.refuse_ignored(
+    settings.refuse_ignored(
         Masking(fields=["text"]), ("fields",), False, "with --static"
     )

@@ -20,7 +20,7 @@ Example:
 import dataclasses
 
 from tupe_tf.analysis.study_config import VARIANTS
-from tupe_tf.backbone_options import ROPE_SCALINGS
+from tupe_tf.utils.backbone_options import ROPE_SCALINGS
 
 SCALED_KEY = "rope_scaled_loss_by_length"
 

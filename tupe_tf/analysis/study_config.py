@@ -1,6 +1,6 @@
 """What the comparison study runs: its variants and its settings.
 
-The variants come from the option table (`tupe_tf.backbone_options.
+The variants come from the option table (`tupe_tf.utils.backbone_options.
 POSITION_ENCODINGS`) plus the ablations in `ABLATIONS`, so a new position
 encoding joins the study without an edit here. The no-pre-training control
 (same dims, random initialisation, same fine-tuning) is the GLUE row
@@ -18,17 +18,17 @@ import os
 from typing import Optional
 from typing import Sequence
 
-from tupe_tf.backbone_options import POSITION_ENCODINGS
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import between
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import greater_than
-from tupe_tf.utils.config_flags import refuse_ignored
-from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import refuse_ignored
+from tupe_tf.utils.settings import setting
 
 # Ablations of a table entry: name -> (base encoding, extra options).
 ABLATIONS = {"tupe-a-tie-cls": ("tupe-a", {"untie_cls": False})}

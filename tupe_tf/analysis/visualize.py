@@ -11,11 +11,11 @@ from tupe_tf.analysis import figures
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils import fileio
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import setting
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import setting
 
 
 def random_inputs(backbone, sequence_length, batch_size=2, seed=0):

@@ -5,8 +5,8 @@ import numpy as np
 from keras import ops
 from keras_hub.layers import RotaryEmbedding
 
-from tupe_tf.backbone_options import ROPE_SCALINGS
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
+from tupe_tf.utils.backbone_options import ROPE_SCALINGS
 
 # YaRN's ramp (Peng et al., 2023): dimensions turning fewer than
 # `YARN_ALPHA` times over the trained length are interpolated, those turning

@@ -1,6 +1,6 @@
 """Parameter sharing of DIET's per-head tables across layers and heads."""
 
-from tupe_tf.backbone_options import POSITION_SHARINGS
+from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
 
 def sharing_units(sharing, num_layers, num_heads):

@@ -5,10 +5,10 @@ import math
 import keras
 from keras import ops
 
-from tupe_tf.backbone_options import CLS_RELATIVES
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
+from tupe_tf.utils.backbone_options import CLS_RELATIVES
 
 
 def reset_cls(bias, theta_cls_row, theta_cls_column):

@@ -1,8 +1,5 @@
 """keras-hub models of tupe-tf."""
 
-from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.backbone_options import POSITION_SHARINGS
-from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.models.bert_weights import load_bert_weights
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
@@ -14,3 +11,6 @@ from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,
 )
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
+from tupe_tf.utils.backbone_options import POSITION_SHARINGS
+from tupe_tf.utils.backbone_options import SEGMENT_ENCODINGS

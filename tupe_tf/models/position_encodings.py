@@ -1,7 +1,7 @@
 """The option table: what each `position_encoding` builds, declared once.
 
 `TupeBackbone` reads this table instead of branching on the option; the
-option names themselves live in `tupe_tf.backbone_options` (free of
+option names themselves live in `tupe_tf.utils.backbone_options` (free of
 TensorFlow, for the configs and flags) and must match the table's keys.
 
 Each `PositionEncoding` says whether positions are added at the input, which
@@ -29,9 +29,6 @@ from typing import Tuple
 
 import keras
 
-from tupe_tf.backbone_options import OPTION_DEFAULTS
-from tupe_tf.backbone_options import POSITION_ENCODINGS
-from tupe_tf.backbone_options import POSITION_SHARINGS
 from tupe_tf.layers.alibi_position_bias import AlibiPositionBias
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
@@ -41,6 +38,9 @@ from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
+from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
+from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
+from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
 # Backbone arguments that only some options accept; the others must leave
 # them at their default.

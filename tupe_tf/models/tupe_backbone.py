@@ -12,16 +12,16 @@ from keras_hub.layers import PositionEmbedding
 from keras_hub.layers import SinePositionEncoding
 from keras_hub.models import Backbone
 
-from tupe_tf.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.backbone_options import INTERMEDIATE_ACTIVATIONS
-from tupe_tf.backbone_options import OPTION_DEFAULTS
-from tupe_tf.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.layers.biased_transformer_encoder import BiasedTransformerEncoder
 from tupe_tf.layers.keras_hub_internals import gelu_approximate
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
+from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.utils.backbone_options import INTERMEDIATE_ACTIVATIONS
+from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
+from tupe_tf.utils.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
 

@@ -12,15 +12,15 @@ from typing import Optional
 from typing import Sequence
 
 from data_pipeline import glue
-from tupe_tf.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import between
-from tupe_tf.utils.config_flags import check_ranges
-from tupe_tf.utils.config_flags import greater_than
-from tupe_tf.utils.config_flags import refuse_ignored
-from tupe_tf.utils.config_flags import setting
+from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import refuse_ignored
+from tupe_tf.utils.settings import setting
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
 # compact ones). `tiny` is the few-minute CPU model.
@@ -86,7 +86,7 @@ STRATEGIES = (
 
 # The BERT dimensions: `model_size` names a row of `MODEL_SIZES`, the four
 # dims override it. Every other `ModelConfig` field comes from
-# `tupe_tf.backbone_options.BACKBONE_OPTIONS`.
+# `tupe_tf.utils.backbone_options.BACKBONE_OPTIONS`.
 _DIMS_HELP = "Overrides --model_size."
 _MODEL_DIM_FIELDS = [
     (
@@ -187,7 +187,7 @@ def make_model_config(options=BACKBONE_OPTIONS):
 _MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
 
     Generated: `model_size` and the four BERT dims (`MODEL_SIZES`), then one
-    field per entry of `tupe_tf.backbone_options.BACKBONE_OPTIONS` (default,
+    field per entry of `tupe_tf.utils.backbone_options.BACKBONE_OPTIONS` (default,
     help and choices from there), passed unchanged to `TupeBackbone`.
 
     Example:

@@ -24,8 +24,8 @@ from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
-from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import check_ranges
 
 
 def _preset_backbone_config(preset):

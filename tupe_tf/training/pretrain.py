@@ -32,8 +32,8 @@ from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
-from tupe_tf.utils.config_flags import check_ranges
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import check_ranges
 
 
 @dataclasses.dataclass

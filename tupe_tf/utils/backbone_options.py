@@ -11,7 +11,7 @@ This module imports neither TensorFlow nor Keras.
 
 Example:
 
->>> from tupe_tf.backbone_options import BACKBONE_OPTIONS
+>>> from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
 >>> [option.name for option in BACKBONE_OPTIONS][:2]
 ['dropout', 'max_sequence_length']
 """
@@ -21,10 +21,10 @@ from typing import Any
 from typing import Optional
 from typing import Tuple
 
-from tupe_tf.utils.config_flags import Range
-from tupe_tf.utils.config_flags import at_least
-from tupe_tf.utils.config_flags import between
-from tupe_tf.utils.config_flags import greater_than
+from tupe_tf.utils.settings import Range
+from tupe_tf.utils.settings import at_least
+from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import greater_than
 
 POSITION_ENCODINGS = (
     "bert",
