@@ -1,9 +1,9 @@
 """The model-size flags the encoder benchmarks share.
 
-`--model_size` names a row of `tupe_tf.training.MODEL_SIZES`;
-`--num_layers`, `--hidden_dim`, `--num_heads` and `--intermediate_dim`
-override it, as in the training configs. Each benchmark passes the size it
-is about; `python benchmarks/<name>.py` puts this directory on `sys.path`.
+Each benchmark names the size it is about, a row of
+`tupe_tf.training.MODEL_SIZES`, which gives the defaults of `--num_layers`,
+`--hidden_dim`, `--num_heads` and `--intermediate_dim`;
+`python benchmarks/<name>.py` puts this directory on `sys.path`.
 
 Example:
 
@@ -20,7 +20,12 @@ from absl import flags
 import tupe_tf
 
 FLAGS = flags.FLAGS
-_DIMS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim")
+_HELP = {
+    "num_layers": "Transformer layers",
+    "hidden_dim": "Hidden size",
+    "num_heads": "Attention heads",
+    "intermediate_dim": "Feed-forward width",
+}
 
 
 @functools.cache
@@ -43,17 +48,13 @@ def model_sizes():
 def define_model_dims(
     model_size, seq_length, batch_size=None, vocabulary_size=30522
 ):
-    """Defines `--model_size`, its four dim overrides, `--seq_length`,
-    `--batch_size` (unless None) and `--vocabulary_size` (unless None)."""
-    flags.DEFINE_enum(
-        "model_size",
-        model_size,
-        list(model_sizes()),
-        "BERT dimensions: a row of tupe_tf.training.MODEL_SIZES.",
-    )
-    for dim in _DIMS:
+    """Defines `--num_layers`, `--hidden_dim`, `--num_heads` and
+    `--intermediate_dim` (defaults: the `MODEL_SIZES` row `model_size`),
+    `--seq_length`, `--batch_size` (unless None) and `--vocabulary_size`
+    (unless None)."""
+    for dim, value in model_sizes()[model_size].items():
         flags.DEFINE_integer(
-            dim, None, "Overrides --model_size's value.", lower_bound=1
+            dim, value, f"{_HELP[dim]} ({model_size}: {value}).", lower_bound=1
         )
     flags.DEFINE_integer("seq_length", seq_length, "Sequence length.")
     if batch_size is not None:
@@ -65,12 +66,8 @@ def define_model_dims(
 
 
 def model_dims():
-    """The four dims: `--model_size`'s row with the flags' overrides."""
-    dims = dict(model_sizes()[FLAGS.model_size])
-    for dim in _DIMS:
-        if FLAGS[dim].value is not None:
-            dims[dim] = FLAGS[dim].value
-    return dims
+    """The four dims of the flags, as `MODEL_SIZES` rows hold them."""
+    return {dim: FLAGS[dim].value for dim in _HELP}
 
 
 def backbone_dims(max_sequence_length=None):
@@ -90,11 +87,10 @@ def backbone_dims(max_sequence_length=None):
 
 def describe_dims():
     """'layers=4 hidden=512 heads=8 ffn=2048 seq=128 [batch=32]'."""
-    dims = model_dims()
     text = (
-        f"layers={dims['num_layers']} "
-        f"hidden={dims['hidden_dim']} heads={dims['num_heads']} "
-        f"ffn={dims['intermediate_dim']} seq={FLAGS.seq_length}"
+        f"layers={FLAGS.num_layers} hidden={FLAGS.hidden_dim} "
+        f"heads={FLAGS.num_heads} ffn={FLAGS.intermediate_dim} "
+        f"seq={FLAGS.seq_length}"
     )
     if "batch_size" in FLAGS:
         text += f" batch={FLAGS.batch_size}"
