@@ -67,6 +67,10 @@ class Timing:
     wall: float
     cpu: float
 
+    def per(self, steps):
+        """This unit's time per step, for a unit that ran `steps` steps."""
+        return Timing(self.wall / steps, self.cpu / steps)
+
 
 def time_steps(step, steps, finish=None):
     """Runs `step()` `steps` times in this process; its per-step `Timing`.
