@@ -108,10 +108,12 @@ def attention_probabilities(
     query_offset=None,
     key_offset=None,
     rope_wavelength=None,
+    shaw_table=None,
 ):
     """softmax_j(c q.k + beta) with masked keys excluded; `(B, H, n, n)`.
 
-    With `rope_wavelength`, the projected q and k are rotated (RoPE)."""
+    With `rope_wavelength`, the projected q and k are rotated (RoPE); with
+    `shaw_table`, Shaw et al.'s `q_i . a_ij` joins `q.k` under `c`."""
     q = np.einsum("bnd,dhk->bnhk", x, wq) + bq
     k = np.einsum("bnd,dhk->bnhk", x, wk) + bk
     if query_offset is not None:
@@ -120,7 +122,10 @@ def attention_probabilities(
     if rope_wavelength is not None:
         q = rope_rotate(q, rope_wavelength)
         k = rope_rotate(k, rope_wavelength)
-    logits = scale * np.einsum("bqhk,bshk->bhqs", q, k) + bias
+    logits = np.einsum("bqhk,bshk->bhqs", q, k)
+    if shaw_table is not None:
+        logits = logits + shaw_logits(q, shaw_table, k.shape[1])
+    logits = scale * logits + bias
     logits = np.where(key_mask[:, None, None, :].astype(bool), logits, -np.inf)
     return softmax(logits)
 
@@ -284,4 +289,16 @@ def fire_bias(c, threshold, w1, b1, w2, b2, n):
                 [math.log(1 + c * abs(i - j)) / psi_norm, np.sign(i - j)]
             )
             out[:, i, j] = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    return out
+
+
+def shaw_logits(query, table, key_length):
+    """Shaw et al.'s `q_i . A[clip(j - i, -k, k) + k]`, `(B, H, n, m)`, from
+    queries `(B, n, H, d)` and a table `(2k + 1, d)` (row `k`: `j = i`)."""
+    k = (table.shape[0] - 1) // 2
+    batch, n, heads, _ = query.shape
+    out = np.zeros((batch, heads, n, key_length))
+    for i in range(n):
+        for j in range(key_length):
+            out[:, :, i, j] = query[:, i] @ table[min(max(j - i, -k), k) + k]
     return out

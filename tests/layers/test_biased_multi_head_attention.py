@@ -10,6 +10,7 @@ from tests.test_case import assert_allclose
 from tests.test_case import randomize
 from tests.test_case import to_numpy
 from tupe_tf.layers import BiasedMultiHeadAttention
+from tupe_tf.layers import ShawRelativeLogits
 from tupe_tf.layers import biased_multi_head_attention as attention_module
 from tupe_tf.layers.biased_multi_head_attention import use_fused_attention
 
@@ -175,3 +176,56 @@ def test_fused_attention_rule(
 ):
     monkeypatch.setattr(keras.backend, "backend", lambda: backend)
     assert use_fused_attention(dropout, training, scores, bias) == fused
+
+
+def test_query_logits_hook_joins_the_scaled_logits(monkeypatch):
+    """The hook's term is added under the content scale, on both paths."""
+    x, mask, bias = attention_inputs(seed=4)
+    layer = BiasedMultiHeadAttention(num_heads=4, key_dim=4, content_scale=0.3)
+    shaw = ShawRelativeLogits(head_dim=4, max_distance=2)
+    layer(x, x)
+    shaw.build()
+    randomize(layer, seed=1)
+    randomize(shaw, seed=2)
+    arguments = dict(
+        attention_mask=mask, attention_bias=bias, query_logits=shaw
+    )
+    explicit, probs = layer(x, x, return_attention_scores=True, **arguments)
+    w = {
+        name: to_numpy(getattr(layer, name).kernel).astype("float64")
+        for name in ("query_dense", "key_dense")
+    }
+    b = {
+        name: to_numpy(getattr(layer, name).bias).astype("float64")
+        for name in ("query_dense", "key_dense")
+    }
+    expected = ref.attention_probabilities(
+        x.astype("float64"),
+        w["query_dense"],
+        b["query_dense"],
+        w["key_dense"],
+        b["key_dense"],
+        0.3,
+        bias,
+        mask,
+        shaw_table=to_numpy(shaw.relative_keys).astype("float64"),
+    )
+    assert_allclose(probs, expected, atol=1e-5)
+    logits = to_numpy(layer.attention_logits(x, x, bias, query_logits=shaw))
+    logits = np.where(mask[:, None, None, :].astype(bool), logits, -np.inf)
+    assert_allclose(ref.softmax(logits), expected, atol=1e-5)
+    # Without `attention_bias` the hook's term alone is the bias.
+    _, alone = layer(
+        x,
+        x,
+        attention_mask=mask,
+        query_logits=shaw,
+        return_attention_scores=True,
+    )
+    assert not allclose(alone, probs, atol=1e-3)
+    if keras.backend.backend() == "torch":
+        return  # explicit only there (see the rule)
+    monkeypatch.setattr(
+        attention_module, "use_fused_attention", lambda *args: True
+    )
+    assert_allclose(layer(x, x, **arguments), explicit, atol=1e-5)

@@ -8,6 +8,7 @@ from tests.test_case import TestCase
 from tests.test_case import assert_allclose
 from tupe_tf.layers import BiasedMultiHeadAttention
 from tupe_tf.layers import BiasedTransformerEncoder
+from tupe_tf.layers import ShawRelativeLogits
 
 
 def _inputs(seed=0):
@@ -33,6 +34,47 @@ class BiasedTransformerEncoderTest(TestCase):
             expected_output_shape=(2, 6, 16),
             expected_num_trainable_weights=16,
         )
+
+    def test_layer_basics_with_query_logits(self):
+        x, _ = _inputs()
+        shaw = ShawRelativeLogits(head_dim=4, max_distance=3, name="shaw")
+        self.run_layer_test(
+            cls=BiasedTransformerEncoder,
+            init_kwargs={
+                "intermediate_dim": 32,
+                "num_heads": 4,
+                "query_logits": keras.layers.serialize(shaw),
+            },
+            input_data=x,
+            expected_output_shape=(2, 6, 16),
+            expected_num_trainable_weights=17,
+            # The hook keeps the policy it was given (the backbone gives it
+            # the model's): tests/models' mixed-precision tests cover it.
+            run_precision_checks=False,
+        )
+
+    def test_query_logits_layer_is_owned_and_used(self):
+        x, mask = _inputs(2)
+        shaw = ShawRelativeLogits(head_dim=4, max_distance=3, name="shaw")
+        layer = BiasedTransformerEncoder(
+            intermediate_dim=32, num_heads=4, query_logits=shaw
+        )
+        layer(x)
+        owned = [w.path for w in layer.weights if w is shaw.relative_keys]
+        assert owned == [f"{layer.name}/shaw/relative_keys"]
+        _, probs = layer(x, padding_mask=mask, return_attention_scores=True)
+        logits = keras.ops.convert_to_numpy(layer.attention_logits(x))
+        logits = np.where(mask[:, None, None, :].astype(bool), logits, -np.inf)
+        assert_allclose(ref.softmax(logits), probs, atol=1e-5)
+        # The table moves the attention: zeroing it changes the output.
+        before = keras.ops.convert_to_numpy(layer(x, padding_mask=mask))
+        shaw.relative_keys.assign(np.zeros((7, 4), "float32") + 0.5)
+        after = keras.ops.convert_to_numpy(layer(x, padding_mask=mask))
+        assert np.abs(after - before).max() > 1e-4
+        clone = BiasedTransformerEncoder.from_config(layer.get_config())
+        clone(x)
+        clone.set_weights(layer.get_weights())
+        assert_allclose(clone(x, padding_mask=mask), after, atol=1e-6)
 
     def test_without_bias_equals_keras_hub_transformer_encoder(self):
         x, mask = _inputs()

@@ -12,6 +12,7 @@ from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.relative_position_bias import relative_position_buckets
 from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
+from tupe_tf.layers.shaw_relative_logits import ShawRelativeLogits
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_bias import reset_cls
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets

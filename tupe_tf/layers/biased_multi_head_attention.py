@@ -1,4 +1,4 @@
-"""Multi-head attention that adds a content-free bias to the logits."""
+"""Multi-head attention that adds a bias (and a hook's term) to the logits."""
 
 import math
 
@@ -15,8 +15,9 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
 
     Computes, per head,
     `softmax_j(c * (x_i W^Q)(x_j W^K)^T + beta[i, j])` over the keys that the
-    boolean mask keeps, then BERT's attention-probability dropout. The
-    projections and their variables are exactly those of the parent class,
+    boolean mask keeps, then BERT's attention-probability dropout; a
+    `query_logits` hook adds a term that depends on the content as well
+    (Shaw et al.'s relative keys). The projections and their variables are exactly those of the parent class,
     so weights copy over from a keras-hub BERT layer unchanged.
 
     Logits, bias and softmax are in float32 whatever the compute dtype; the
@@ -48,6 +49,13 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         rotary_tables: optional `(2, n, 1, key_dim)` cos/sin tables of
             `RotaryPositionTables`: the projected query and key of each head
             are rotated (RoPE; self-attention, so `n == m`).
+        query_logits: optional callable `f(query, key)` returning a logit
+            term `(batch, heads, n, m)` that depends on the content, added
+            like `attention_bias`. It gets the projected query and key
+            `(batch, n|m, heads, key_dim)` after the offsets and rotation,
+            the query already times `c` (so `c` scales its term too), e.g.
+            `ShawRelativeLogits` (Shaw et al.'s `q_i . a_ij`); DeBERTa's
+            position-to-content term would read the key.
         return_attention_scores: bool. Also return the probabilities.
         training: bool. Dropout on when True.
 
@@ -83,6 +91,7 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         attention_bias=None,
         query_key_offsets=None,
         rotary_tables=None,
+        query_logits=None,
         return_attention_scores=False,
         training=None,
     ):
@@ -90,6 +99,9 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             key = value
         query, key = self.scaled_query_key(
             query, key, query_key_offsets, rotary_tables
+        )
+        attention_bias = with_query_logits(
+            attention_bias, query_logits, query, key
         )
         value = self._value_dense(value)
         if attention_mask is not None:
@@ -155,6 +167,7 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         attention_bias=None,
         query_key_offsets=None,
         rotary_tables=None,
+        query_logits=None,
     ):
         """float32 logits `c * q.k + beta`, `(batch, heads, n, m)`, unmasked.
 
@@ -164,12 +177,28 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         query, key = self.scaled_query_key(
             query, key, query_key_offsets, rotary_tables
         )
+        attention_bias = with_query_logits(
+            attention_bias, query_logits, query, key
+        )
         return query_key_logits(query, key, attention_bias)
 
     def get_config(self):
         config = super().get_config()
         config.update({"content_scale": self.content_scale})
         return config
+
+
+def with_query_logits(attention_bias, query_logits, query, key):
+    """`attention_bias` plus the hook's term `query_logits(query, key)`.
+
+    One float32 tensor, so both attention paths take it as their bias.
+    """
+    if query_logits is None:
+        return attention_bias
+    term = ops.cast(query_logits(query, key), "float32")
+    if attention_bias is None:
+        return term
+    return ops.cast(attention_bias, "float32") + term
 
 
 def query_key_logits(query, key, attention_bias=None):

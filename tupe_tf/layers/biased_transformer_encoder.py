@@ -16,7 +16,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
     `keras_hub.layers.TransformerEncoder` (so BERT weights copy over), but
     the self-attention is a `BiasedMultiHeadAttention`: the call takes an
     additive `attention_bias` and optional position offsets for the query
-    and key, and the padding mask is applied as a boolean key mask.
+    and key, and the padding mask is applied as a boolean key mask. A
+    `query_logits` layer, owned by this layer, adds a logit term that
+    depends on the projected query (e.g. `ShawRelativeLogits`).
 
     `build` is overridden completely (building the parent's attention and
     then swapping it would leave orphan variables).
@@ -26,6 +28,10 @@ class BiasedTransformerEncoder(TransformerEncoder):
         num_heads: int. Number of attention heads.
         content_scale: float or None. Scale of the content logits;
             defaults to `1/sqrt(head_dim)`.
+        query_logits: optional layer, or its serialized config: the
+            attention's `query_logits` hook, called with the scaled projected
+            query and the projected key, each `(batch, n, heads, head_dim)`,
+            and returning a logit term `(batch, heads, n, n)`.
         **kwargs: other keyword arguments of
             `keras_hub.layers.TransformerEncoder` (`dropout`, `activation`,
             `layer_norm_epsilon`, initializers, `normalize_first`).
@@ -51,7 +57,12 @@ class BiasedTransformerEncoder(TransformerEncoder):
     """
 
     def __init__(
-        self, intermediate_dim, num_heads, content_scale=None, **kwargs
+        self,
+        intermediate_dim,
+        num_heads,
+        content_scale=None,
+        query_logits=None,
+        **kwargs,
     ):
         refuse_unknown_keywords(
             BiasedTransformerEncoder,
@@ -62,6 +73,13 @@ class BiasedTransformerEncoder(TransformerEncoder):
             intermediate_dim=intermediate_dim, num_heads=num_heads, **kwargs
         )
         self.content_scale = content_scale
+        if isinstance(query_logits, dict):
+            # Built in `build` below, so its variables' paths nest here.
+            query_logits = {
+                k: v for k, v in query_logits.items() if k != "build_config"
+            }
+            query_logits = keras.layers.deserialize(query_logits)
+        self.query_logits = query_logits
 
     def build(self, inputs_shape):
         hidden_dim = inputs_shape[-1]
@@ -85,6 +103,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
         self._self_attention_layer.build(
             query_shape=inputs_shape, value_shape=inputs_shape
         )
+        if self.query_logits is not None and not self.query_logits.built:
+            head_shape = tuple(inputs_shape[:-1]) + (self.num_heads, key_dim)
+            self.query_logits.build(head_shape, head_shape)
         self._self_attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon,
             dtype=self.dtype_policy,
@@ -147,6 +168,7 @@ class BiasedTransformerEncoder(TransformerEncoder):
             attention_bias=attention_bias,
             query_key_offsets=query_key_offsets,
             rotary_tables=rotary_tables,
+            query_logits=self.query_logits,
             return_attention_scores=return_attention_scores,
             training=training,
         )
@@ -194,10 +216,24 @@ class BiasedTransformerEncoder(TransformerEncoder):
         if self.normalize_first:
             x = self._self_attention_layer_norm(x)
         return self._self_attention_layer.attention_logits(
-            x, x, attention_bias, query_key_offsets, rotary_tables
+            x,
+            x,
+            attention_bias,
+            query_key_offsets,
+            rotary_tables,
+            self.query_logits,
         )
 
     def get_config(self):
         config = super().get_config()
-        config.update({"content_scale": self.content_scale})
+        config.update(
+            {
+                "content_scale": self.content_scale,
+                "query_logits": (
+                    keras.layers.serialize(self.query_logits)
+                    if self.query_logits is not None
+                    else None
+                ),
+            }
+        )
         return config
