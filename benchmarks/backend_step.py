@@ -12,10 +12,7 @@ per-round ratios to TensorFlow are printed.
     python benchmarks/backend_step.py --backends=tensorflow,jax --rounds=3
 """
 
-import json
 import os
-import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,27 +20,25 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
+from model_dims import backbone_dims  # noqa: E402
+from model_dims import define_model_dims  # noqa: E402
+from model_dims import describe_dims  # noqa: E402
 
-FLAGS = flags.FLAGS
+FLAGS = harness.define_round_flags(rounds=9, steps_per_round=5)
+# The study's model, length, batch and WordPiece vocabulary.
+define_model_dims("tiny", seq_length=64, batch_size=32, vocabulary_size=8192)
 flags.DEFINE_list(
-    "backends", ["tensorflow", "jax", "torch"], "Keras backends to time."
+    "backends",
+    ["tensorflow", "jax", "torch"],
+    "Keras backends to time; the first is the ratios' reference.",
 )
 flags.DEFINE_list(
     "position_encodings", ["bert", "tupe-r"], "Position encodings to time."
 )
-flags.DEFINE_string(
-    "model_size", "tiny", "A row of tupe_tf.training.MODEL_SIZES."
-)
-flags.DEFINE_integer("seq_length", 64, "Sequence length (the study's: 64).")
-flags.DEFINE_integer("batch_size", 32, "Batch size (the study's: 32).")
-flags.DEFINE_integer(
-    "vocabulary_size", 8192, "Vocabulary size (the study's WordPiece: 8192)."
-)
-flags.DEFINE_integer("rounds", 9, "Interleaved rounds, median over them.")
-flags.DEFINE_integer("steps_per_round", 5, "Timed steps per model per round.")
 flags.DEFINE_bool(
     "jit_compile",
     True,
@@ -82,15 +77,12 @@ def build(option, example):
     import keras
 
     import tupe_tf
-    from tupe_tf.training import MODEL_SIZES
     from tupe_tf.training.optimization import create_optimizer
     from tupe_tf.utils.backend import assign_seeded_weights
 
     backbone = tupe_tf.TupeBackbone(
-        FLAGS.vocabulary_size,
-        max_sequence_length=FLAGS.seq_length,
+        **backbone_dims(max_sequence_length=FLAGS.seq_length),
         position_encoding=option,
-        **MODEL_SIZES[FLAGS.model_size],
     )
     model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
     model(example)
@@ -168,72 +160,65 @@ def start_worker(backend, path):
 
 
 def ask(process, option):
+    """Runs one round's steps of `option` in a worker: their `Timing`."""
     process.stdin.write(f"run {option}\n")
     process.stdin.flush()
     wall, cpu, loss = map(float, process.stdout.readline().split())
     if not np.isfinite(loss):
         raise RuntimeError(f"{option}: loss {loss}")
-    return wall, cpu
+    return harness.Timing(wall, cpu)
 
 
 def measure(workers):
-    """`times[option][backend]` = per-round `(wall, cpu)` seconds a step."""
-    times = {o: {b: [] for b in workers} for o in FLAGS.position_encodings}
-    order = [(o, b) for o in FLAGS.position_encodings for b in workers]
-    for round_index in range(FLAGS.rounds):
-        random.Random(round_index).shuffle(order)
-        for option, backend in order:
-            times[option][backend].append(ask(workers[backend], option))
-        print(f"round {round_index + 1}/{FLAGS.rounds} done", flush=True)
-    return times
+    """`{"option/backend": per-round Timings}` from the harness's rounds."""
+    cases = {
+        f"{option}/{backend}": lambda w=worker, o=option: ask(w, o)
+        for option in FLAGS.position_encodings
+        for backend, worker in workers.items()
+    }
+    return harness.run_rounds(cases, FLAGS.rounds)
 
 
-def summary(times):
-    """Rows of median step ms and per-round ratios to the first backend."""
-    rows = []
-    for option, per_backend in times.items():
-        base = per_backend[FLAGS.backends[0]]
-        for backend, samples in per_backend.items():
-            row = {"option": option, "backend": backend}
-            for k, kind in enumerate(("wall", "cpu")):
-                ratios = [s[k] / b[k] for s, b in zip(samples, base)]
-                row[f"{kind}_ms"] = statistics.median(s[k] for s in samples)
-                row[f"{kind}_ms"] *= 1e3
-                row[f"{kind}_ratio"] = statistics.median(ratios)
-                row[f"{kind}_ratio_range"] = [min(ratios), max(ratios)]
-            rows.append(row)
-    return rows
+def table_row(samples, option, backend):
+    """Median step ms and per-round ratio to the first backend."""
+    summary = harness.summarize(
+        samples[f"{option}/{backend}"],
+        reference=samples[f"{option}/{FLAGS.backends[0]}"],
+    )
+    cells = [option, backend]
+    for time_spread, ratio in (
+        (summary.wall, summary.wall_ratio),
+        (summary.cpu, summary.cpu_ratio),
+    ):
+        cells.append(f"{time_spread.median * 1e3:.1f}")
+        cells.append(f"{ratio.median:.2f}x [{ratio.low:.2f}, {ratio.high:.2f}]")
+    return cells
 
 
-def print_table(rows):
+def print_table(samples):
     import tensorflow as tf
 
     base = FLAGS.backends[0]
-    print(
-        f"\n{FLAGS.model_size} model, seq={FLAGS.seq_length} "
-        f"batch={FLAGS.batch_size} vocab={FLAGS.vocabulary_size}, "
-        f"TF jit_compile={FLAGS.jit_compile}, rounds={FLAGS.rounds}x"
+    harness.print_table(
+        f"dims {describe_dims()} vocab={FLAGS.vocabulary_size}, TF "
+        f"jit_compile={FLAGS.jit_compile}, rounds={FLAGS.rounds}x"
         f"{FLAGS.steps_per_round} steps, tf {tf.__version__}, "
-        f"{os.cpu_count()} CPU cores"
+        f"{harness.machine()}",
+        [
+            "option",
+            "backend",
+            "step ms (wall)",
+            f"vs {base} wall [min, max]",
+            "step ms (CPU)",
+            f"vs {base} CPU [min, max]",
+        ],
+        [
+            table_row(samples, option, backend)
+            for option in FLAGS.position_encodings
+            for backend in FLAGS.backends
+        ],
+        align=[None, None] + ["right"] * 4,
     )
-    print(
-        f"| option | backend | step ms (wall) | vs {base} wall [min, max] "
-        f"| step ms (CPU) | vs {base} CPU [min, max] |"
-    )
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for r in rows:
-        cells = [r["option"], r["backend"]]
-        for kind in ("wall", "cpu"):
-            low, high = r[f"{kind}_ratio_range"]
-            cells.append(f"{r[f'{kind}_ms']:.1f}")
-            cells.append(f"{r[f'{kind}_ratio']:.2f}x [{low:.2f}, {high:.2f}]")
-        print("| " + " | ".join(cells) + " |")
-
-
-def _settings():
-    names = ("backends", "position_encodings", "model_size", "seq_length")
-    names += ("batch_size", "vocabulary_size", "rounds", "steps_per_round")
-    return {name: FLAGS[name].value for name in names + ("jit_compile",)}
 
 
 def main(_):
@@ -245,16 +230,14 @@ def main(_):
         np.savez(path, **make_batches(np.random.default_rng(0)))
         workers = {b: start_worker(b, path) for b in FLAGS.backends}
         try:
-            rows = summary(measure(workers))
+            samples = measure(workers)
         finally:
             for process in workers.values():
                 process.stdin.write("quit\n")
                 process.stdin.close()
                 process.wait()
-    print_table(rows)
-    if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            json.dump({"flags": _settings(), "rows": rows}, f)
+    print_table(samples)
+    harness.write_json(FLAGS.output, samples)
 
 
 if __name__ == "__main__":

@@ -120,9 +120,7 @@ def main(argv):
     }
     samples = harness.run_rounds(cases, FLAGS.rounds)
     report(samples)
-    harness.write_json(
-        FLAGS.output, {"flags": FLAGS.flag_values_dict(), "samples": samples}
-    )
+    harness.write_json(FLAGS.output, samples)
 
 
 if __name__ == "__main__":

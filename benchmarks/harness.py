@@ -187,10 +187,22 @@ def print_table(title, header, rows, align=None):
     return text
 
 
-def write_json(path, report):
-    """Writes `report` (with `Timing`s as [wall, cpu]) as JSON to `path`."""
+def benchmark_flags():
+    """{name: value} of the flags the benchmarks define (not absl's own)."""
+    return {
+        flag.name: flag.value
+        for module, module_flags in flags.FLAGS.flags_by_module_dict().items()
+        if not module.startswith("absl")
+        for flag in module_flags
+    }
+
+
+def write_json(path, samples, **extra):
+    """Writes the flags, `samples` (`Timing`s as [wall, cpu]) and `extra`
+    as JSON to `path` (nothing if `path` is empty)."""
     if not path:
         return
+    report = {"flags": benchmark_flags(), "samples": samples, **extra}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(report, f, indent=1, default=dataclasses.astuple)
