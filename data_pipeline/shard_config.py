@@ -14,6 +14,7 @@ from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
 from tupe_tf.utils.settings import check_ranges
+from tupe_tf.utils.settings import flag_name
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
 
@@ -141,7 +142,10 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
             )
 
     def _refuse(self, field, message):
-        raise UserError(f"{field}: {message} (got {getattr(self, field)!r}).")
+        raise UserError(
+            f"{flag_name(self, field)}: {message} (got "
+            f"{getattr(self, field)!r})."
+        )
 
     def _check_paths(self):
         if not self.vocab_file:

@@ -235,7 +235,7 @@ def check_output_file(output_file):
     """Refuses an `--output` that is a directory (before any learning)."""
     if os.path.isdir(output_file):
         raise UserError(
-            f"output_file: {output_file} is a directory; give the path of the "
+            f"--output: {output_file} is a directory; give the path of the "
             "vocabulary file to write."
         )
 
@@ -298,7 +298,7 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
             raise UserError(
-                "runner: Beam pipelines learn with the 'tokenizers' learner; "
+                "--runner: Beam pipelines learn with the 'tokenizers' learner; "
                 f"got learner={self.learner!r}."
             )
 

@@ -82,9 +82,9 @@ class ExportSettings:
             "to the encoder formats (serving, hub_encoder)",
         )
         if self.text_fields is not None and not 1 <= len(self.text_fields) <= 2:
-            raise ValueError("text_fields takes one or two names.")
+            raise UserError("--text_fields takes one or two names.")
         if self.text_fields and self.format != "serving":
-            raise ValueError("text_fields only applies to --format=serving.")
+            raise UserError("--text_fields only applies to --format=serving.")
 
 
 config_flags.define_flags(ExportSettings)
@@ -105,18 +105,15 @@ def export(settings):
     parent = os.path.dirname(os.path.abspath(settings.export_dir))
     check_writable_dir(parent, "--export_dir's parent directory")
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
-    try:
-        return tupe_tf.export.export_preset(
-            settings.preset,
-            settings.export_dir,
-            settings.format,
-            seq_length=settings.seq_length,
-            overwrite=settings.overwrite,
-            text_fields=settings.text_fields,
-            fold_positional_bias=settings.fold_positional_bias,
-        )
-    except (FileExistsError, ValueError) as error:
-        raise UserError(f"--preset={settings.preset}: {error}") from error
+    return tupe_tf.export.export_preset(
+        settings.preset,
+        settings.export_dir,
+        settings.format,
+        seq_length=settings.seq_length,
+        overwrite=settings.overwrite,
+        text_fields=settings.text_fields,
+        fold_positional_bias=settings.fold_positional_bias,
+    )
 
 
 def export_from_flags(flag_values):

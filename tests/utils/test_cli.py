@@ -28,7 +28,7 @@ def run_script(main, monkeypatch, *args):
         (UserError("--seq_length=9 is bad"), 2),
         (fileio.OutputError("--output_dir: not writable"), 2),
         (fileio.NoMatchingFileError("--input: no file matches"), 2),
-        # What config_flags.validated_config_from_flags raises.
+        # absl's own usage error.
         (app.UsageError("--seq_length must be >= 3."), 2),
         (NonFiniteLossError("nan"), 3),
     ],

@@ -7,6 +7,7 @@ from absl import flags
 
 from tupe_tf.utils import config_flags
 from tupe_tf.utils import settings
+from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.settings import setting
 
 
@@ -119,26 +120,29 @@ def test_required_flags():
         values(["prog"])
 
 
-def test_validate_errors_name_the_flag():
-    from absl import app
-
+def test_validate_errors_name_the_flag_and_bugs_keep_their_type():
     @dataclasses.dataclass
     class Checked:
         input_patterns: str = setting("x", help="Input.", flag="input")
-        input_patterns_extra: int = setting(1, help="Extra.")
+        batch: int = setting(1, help="Batch.", flag=False)
 
         def validate(self):
-            if self.input_patterns_extra < 0:
-                raise ValueError("input_patterns_extra: must be >= 0.")
             if not self.input_patterns:
-                raise ValueError("input_patterns: must not be empty.")
+                raise UserError(
+                    f"{settings.flag_name(self, 'input_patterns')}: must not "
+                    "be empty."
+                )
+            if self.input_patterns == "bug":
+                raise ValueError("input_patterns: a bug, not a user error.")
 
+    assert settings.flag_name(Checked(), "batch") == "batch"
     values = _parse(Checked, ["--input="])
-    with pytest.raises(app.UsageError, match="^--input: must not be empty"):
+    with pytest.raises(UserError, match="^--input: must not be empty"):
         config_flags.validated_config_from_flags(Checked, values)
-    values = _parse(Checked, ["--input_patterns_extra=-1"])
-    with pytest.raises(app.UsageError, match="^--input_patterns_extra: must"):
+    values = _parse(Checked, ["--input=bug"])
+    with pytest.raises(ValueError, match="^input_patterns: a bug") as error:
         config_flags.validated_config_from_flags(Checked, values)
+    assert not isinstance(error.value, UserError)
 
 
 @dataclasses.dataclass

@@ -180,7 +180,7 @@ def run_finetune(config, run, data):
     else:
         preset = study_plan.preset_dir(config, run.variant, run.pretrain_seed)
         if not study_plan.has_preset(config, run.variant, run.pretrain_seed):
-            raise FileNotFoundError(
+            raise UserError(
                 f"{preset} is missing: the pre-training of {run.variant} "
                 f"seed {run.pretrain_seed} must run (or be re-run) first."
             )

@@ -76,7 +76,7 @@ class VisualizeConfig:
         """Checks the presets and the output directory, then draws the
         figures; returns the written paths."""
         for preset in (self.preset, *self.baseline_presets):
-            checked_preset(preset)
+            check_preset(preset)
         fileio.check_writable_dir(self.figures_dir(), "--output_dir")
         return visualize_preset(
             self.preset,
@@ -85,17 +85,6 @@ class VisualizeConfig:
             baseline_presets=self.baseline_presets,
             seed=self.seed,
         )
-
-
-def checked_preset(preset):
-    """`check_preset`, refusing an incomplete or damaged preset with a
-    `UserError` (the user's file) that keeps its message."""
-    try:
-        return check_preset(preset)
-    except UserError:
-        raise
-    except ValueError as error:
-        raise UserError(str(error)) from error
 
 
 def visualize_preset(
@@ -115,7 +104,7 @@ def visualize_preset(
     """
     backbones = {}
     for path in [preset, *baseline_presets]:
-        checked_preset(path)
+        check_preset(path)
         backbone = TupeBackbone.from_preset(path)
         if sequence_length > backbone.max_sequence_length:
             raise UserError(

@@ -137,7 +137,8 @@ def atomic_export_dir(export_dir, overwrite=False):
         overwrite: bool. Replace an existing `export_dir`.
 
     Raises:
-        FileExistsError: `export_dir` exists and `overwrite` is False.
+        fileio.OutputExistsError (a `UserError` and `FileExistsError`):
+            `export_dir` exists and `overwrite` is False.
 
     Example:
     ```python

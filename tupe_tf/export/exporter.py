@@ -7,6 +7,7 @@ from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
 from tupe_tf.export.serving import check_text_fields
 from tupe_tf.export.serving import export_serving
+from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
@@ -40,7 +41,8 @@ def export_preset(
     Raises:
         UserError: (a `ValueError`) bad format, length or text fields, or
             a bad preset (missing file, other tupe-tf version).
-        FileExistsError: `export_dir` exists and `overwrite` is False.
+        fileio.OutputExistsError (a `UserError` and `FileExistsError`):
+            `export_dir` exists and `overwrite` is False.
 
     Example:
     ```python
@@ -64,7 +66,7 @@ def export_preset(
         raise UserError("`text_fields` only applies to the serving format.")
     # Refuse to start a long export that could not be moved into place.
     if os.path.exists(export_dir) and not overwrite:
-        raise FileExistsError(
+        raise fileio.OutputExistsError(
             f"Export directory {os.path.abspath(export_dir)!r} already "
             "exists. Pass --overwrite (overwrite=True) to replace it."
         )

@@ -42,7 +42,7 @@ def _preset_backbone_config(preset):
         )
     try:
         check_preset(preset)
-    except ValueError as error:
+    except UserError as error:
         raise UserError(f"--preset: {error}") from error
     return read_preset_json(preset, "config.json").get("config", {})
 
@@ -274,10 +274,7 @@ def validate_glue_config(config):
     """
     from data_pipeline import glue
 
-    try:
-        task = glue.get_task(config.task)
-    except ValueError as error:
-        raise UserError(str(error)) from error
+    task = glue.get_task(config.task)
     check_ranges(config)
     if config.glue_dir and config.tfds_data_dir:
         raise UserError(

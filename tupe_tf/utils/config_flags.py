@@ -32,7 +32,6 @@ Config(steps=7, rates=[0.5])
 import dataclasses
 import typing
 
-from absl import app
 from absl import flags
 
 from tupe_tf.utils.settings import Range
@@ -211,25 +210,10 @@ def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
 
 
 def validated_config_from_flags(config_cls, flag_values=flags.FLAGS):
-    """`config_from_flags`, then the config's own `validate()`.
-
-    The config's `ValueError` (whose message starts with the field name)
-    becomes an `app.UsageError` that starts with the flag (`--name`).
-    """
+    """`config_from_flags`, then the config's own `validate()`, whose
+    `UserError` names the flag."""
     config = config_from_flags(config_cls, flag_values)
-    try:
-        config.validate()
-    except ValueError as error:
-        message = str(error)
-        for spec in flag_specs(config_cls):
-            field = spec.path[-1]
-            if (
-                message.startswith(field)
-                and not message[len(field) : len(field) + 1].isidentifier()
-            ):
-                message = "--" + spec.name + message[len(field) :]
-                break
-        raise app.UsageError(message) from error
+    config.validate()
     return config
 
 

@@ -26,6 +26,11 @@ class NoMatchingFileError(UserError, FileNotFoundError):
     `FileNotFoundError`)."""
 
 
+class OutputExistsError(UserError, FileExistsError):
+    """An output that exists and is replaced only when asked to (also a
+    `FileExistsError`)."""
+
+
 def sha256_hex(data):
     """Hex sha256 of `data` (bytes)."""
     return hashlib.sha256(data).hexdigest()
@@ -215,7 +220,8 @@ def atomic_directory(path, overwrite=False, what="Directory"):
         what: how the error message names `path`.
 
     Raises:
-        FileExistsError: `path` exists and `overwrite` is False.
+        OutputExistsError (a `UserError` and `FileExistsError`): `path`
+            exists and `overwrite` is False.
 
     Example:
     >>> with atomic_directory("out/model") as tmp_dir:  # doctest: +SKIP
@@ -223,7 +229,7 @@ def atomic_directory(path, overwrite=False, what="Directory"):
     """
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path) and not overwrite:
-        raise FileExistsError(
+        raise OutputExistsError(
             f"{what} {path!r} already exists. Pass --overwrite "
             "(overwrite=True) to replace it."
         )

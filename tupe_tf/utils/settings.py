@@ -167,6 +167,12 @@ def setting_name(field):
     return field.name if flag is False else f"--{flag or field.name}"
 
 
+def flag_name(config, name):
+    """How messages name the field `name` of `config` (`setting_name`)."""
+    fields = {field.name: field for field in dataclasses.fields(config)}
+    return setting_name(fields[name])
+
+
 def check_ranges(config):
     """Refuses a numeric setting of `config` (nested configs included) that
     is not a number of its type or lies outside its declared range; a
