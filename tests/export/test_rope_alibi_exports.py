@@ -1,7 +1,8 @@
 """The modern options in all three export formats, loaded in a fresh process.
 
-RoPE, ALiBi, sinusoidal, NoPE, KERPLE and FIRE; the learned biases
-(KERPLE, FIRE) are folded at `SEQ_LENGTH` and computed at other lengths.
+RoPE, ALiBi, sinusoidal, NoPE, KERPLE, FIRE and Shaw et al.'s relative
+keys; the learned biases (KERPLE, FIRE) are folded at `SEQ_LENGTH` and
+computed at other lengths (Shaw's term depends on the query: never folded).
 """
 
 import keras
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.large
         dict(position_encoding="nope"),
         dict(position_encoding="kerple-log"),
         dict(position_encoding="fire", segment_encoding="per-head"),
+        dict(position_encoding="shaw", shaw_max_distance=4),
     ],
     ids=[
         "rope",
@@ -40,6 +42,7 @@ pytestmark = pytest.mark.large
         "nope",
         "kerple-log",
         "fire-per-head",
+        "shaw",
     ],
 )
 def option_exports(request, tmp_path_factory):

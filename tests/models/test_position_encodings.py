@@ -38,7 +38,13 @@ def test_each_entry_builds_its_layer(name):
     )
     args.max_sequence_length = 16
     layer = entry.build(args) if entry.build else None
-    assert (layer is None) == (name in ("bert", "sinusoidal", "nope"))
+    assert (layer is None) == (name in ("bert", "sinusoidal", "nope", "shaw"))
+    assert (entry.query_logits is None) == (name != "shaw")
+    if entry.query_logits is not None:
+        args.dtype = None
+        query = np.ones((1, 5, 2, 8), "float32")
+        term = entry.query_logits(args)(query, query)
+        assert term.shape == (1, 2, 5, 5)
     if layer is not None:
         assert isinstance(layer, PositionBiasLayer)
         layer(np.zeros((1, 5), "int32"))

@@ -71,6 +71,10 @@ ALL_CONFIGS = [
     dict(position_encoding="kerple-log"),
     dict(position_encoding="fire"),
     dict(position_encoding="fire", segment_encoding="per-head"),
+    dict(position_encoding="shaw"),
+    # Distances past 3 share the table's last vectors at these lengths.
+    dict(position_encoding="shaw", shaw_max_distance=3),
+    dict(position_encoding="shaw", segment_encoding="per-head"),
 ]
 NEW_ENCODINGS = ["sinusoidal", "nope", "kerple-log", "fire"]
 # One of each kind of content-free part, per-layer tables included.
@@ -121,6 +125,15 @@ def make_inputs(batch=2, length=12, real=(12, 9), seed=0):
 
 def np_(variable):
     return keras.ops.convert_to_numpy(variable).astype("float64")
+
+
+def shaw_tables(backbone):
+    """Each layer's `query_logits` table (Shaw et al.'s relative keys)."""
+    return [
+        layer.query_logits.relative_keys
+        for layer in backbone.transformer_layers
+        if layer.query_logits is not None
+    ]
 
 
 def weights_by_path(layer):
@@ -237,6 +250,7 @@ def reference_layer0(backbone, inputs):
         query_offset,
         key_offset,
         backbone.rope_max_wavelength if option == "rope" else None,
+        np_(shaw_tables(backbone)[0]) if option == "shaw" else None,
     )
     value = np.einsum(
         "bnd,dhk->bnhk", x, w["self_attention_layer/value/kernel"]
@@ -509,6 +523,7 @@ def test_gradients_reach_every_positional_parameter(options):
     ):
         if layer is not None:
             positional.extend(layer.trainable_weights)
+    positional.extend(shaw_tables(backbone))
     assert positional or options == {"position_encoding": "bert"}
     target = np.random.default_rng(0).normal(size=(2, MAX_LEN, HIDDEN))
     target = keras.ops.convert_to_tensor(target.astype("float32"))
@@ -617,6 +632,9 @@ def test_parameter_count_deltas_at_bert_base_dims():
     assert count(position_encoding="kerple-log") - bert == -512 * 768 + 2 * 12
     fire = 2 + (2 * 32 + 32) + (32 * 12 + 12)
     assert count(position_encoding="fire") - bert == -512 * 768 + fire
+    # Shaw et al.: 2k + 1 = 257 key vectors of the head size per layer.
+    shaw = 12 * 257 * 64
+    assert count(position_encoding="shaw") - bert == -512 * 768 + shaw
     reference = count(position_encoding="tupe-r", cls_relative="reference")
     assert reference - count(position_encoding="tupe-r") == 12
 
@@ -683,6 +701,14 @@ def test_parameter_count_deltas_at_bert_base_dims():
         (
             dict(position_encoding="rope", hidden_dim=24, num_heads=8),
             "even",
+        ),
+        (
+            dict(position_encoding="shaw", shaw_max_distance=0),
+            "`shaw_max_distance` must be >= 1",
+        ),
+        (
+            dict(position_encoding="bert", shaw_max_distance=8),
+            r"`shaw_max_distance` only applies to \['shaw'\]",
         ),
     ],
 )
@@ -793,6 +819,11 @@ def test_mixed_bfloat16(option):
         bias = mixed.position_bias(np.zeros((1, 12), "int32"))
         assert standardize_dtype(bias.dtype) == "float32"
     assert mixed.transformer_layers[0].compute_dtype == "bfloat16"
+    for table in shaw_tables(mixed):  # computes in bfloat16, like q.k
+        assert standardize_dtype(table.dtype) == "float32"
+        assert mixed.transformer_layers[0].query_logits.compute_dtype == (
+            "bfloat16"
+        )
     inputs = make_inputs()
     expected = to_numpy(float_model(inputs)["sequence_output"])
     actual = mixed(inputs)["sequence_output"]
@@ -816,11 +847,13 @@ def test_compiled_masked_lm_train_step(option):
     inputs = make_inputs()
     inputs["mask_positions"] = np.array([[1, 2], [3, 4]], "int32")
     labels = np.array([[5, 6], [7, 8]], "int32")
-    positional = backbone.position_bias
-    before = to_numpy(positional.trainable_weights) if positional else []
+    positional = shaw_tables(backbone)
+    if backbone.position_bias is not None:
+        positional += backbone.position_bias.trainable_weights
+    before = to_numpy(positional)
     logs = mlm.train_on_batch(inputs, labels, return_dict=True)
     assert np.isfinite(logs["loss"])
-    after = to_numpy(positional.trainable_weights) if positional else []
+    after = to_numpy(positional)
     if before:
         assert not all(map(np.array_equal, before, after))
 
@@ -891,6 +924,31 @@ def test_rope_logits_depend_only_on_the_offset():
             logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
         )
     assert np.std(logits[:, 0, :]) > 1e-3  # positions do matter
+    assert_array_equal(
+        backbone.positional_bias(MAX_LEN), np.zeros((LAYERS, HEADS, 16, 16))
+    )
+
+
+def test_shaw_logits_depend_only_on_the_clipped_offset():
+    """Same token and segment everywhere: q_i and k_j are the same at every
+    position, so Shaw's logits depend only on j - i, and past
+    `shaw_max_distance` not even on that; there is no content-free bias."""
+    backbone = make_backbone(position_encoding="shaw", shaw_max_distance=3)
+    randomize(backbone, seed=12)
+    inputs = {
+        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
+        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
+        "padding_mask": np.ones((1, MAX_LEN), "int32"),
+    }
+    logits = backbone.attention_logits(inputs)[0][0]  # (H, n, n)
+    for shift in (1, 5):
+        assert_allclose(
+            logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
+        )
+    row = logits[:, 8]  # query 8: keys 0..5 and 11..15 share edge vectors
+    assert_allclose(row[:, :6], row[:, 5:6].repeat(6, -1), atol=1e-5)
+    assert_allclose(row[:, 11:], row[:, 11:12].repeat(5, -1), atol=1e-5)
+    assert np.abs(np.diff(row[:, 5:12], axis=-1)).min() > 1e-4
     assert_array_equal(
         backbone.positional_bias(MAX_LEN), np.zeros((LAYERS, HEADS, 16, 16))
     )

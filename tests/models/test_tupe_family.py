@@ -66,7 +66,7 @@ class TupeFamilyTest(TestCase):
     @parameterized.named_parameters(
         (option, option)
         for option in ("tupe-r", "diet-abs", "bert-ad", "rope", "alibi")
-        + ("sinusoidal", "nope", "kerple-log", "fire")
+        + ("sinusoidal", "nope", "kerple-log", "fire", "shaw")
     )
     def test_masked_lm_preset_round_trip(self, option):
         tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)

@@ -63,9 +63,12 @@ def sentiment_glue_dir(tmp_path_factory):
     return str(root)
 
 
-# The options with a bias layer of their own; sinusoidal and nope change
-# only the input side, whose exports test_rope_alibi_exports.py reloads.
-@pytest.mark.parametrize("option", ["rope", "alibi", "kerple-log", "fire"])
+# The options with a position layer of their own; sinusoidal and nope
+# change only the input side, whose exports test_rope_alibi_exports.py
+# reloads.
+@pytest.mark.parametrize(
+    "option", ["rope", "alibi", "kerple-log", "fire", "shaw"]
+)
 def test_pretrain_finetune_and_export_scripts(
     option, tmp_path, data_flags, sentiment_glue_dir
 ):

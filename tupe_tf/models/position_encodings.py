@@ -8,9 +8,10 @@ Each `PositionEncoding` says whether positions are added at the input, which
 content-free layer it builds (called once per forward pass on `token_ids`)
 and which attention argument of every transformer layer receives its output
 (`attention_bias`, a bias `(units, 1, heads, n, n)`, or a query/key
-transform), its content scale `c = 1/sqrt(scale_factor * head_dim)`, its
-sharing modes (the first is the default) and the option-specific backbone
-arguments it accepts.
+transform), which layer each transformer layer's attention calls for a term
+that depends on the query (`query_logits`), its content scale
+`c = 1/sqrt(scale_factor * head_dim)`, its sharing modes (the first is the
+default) and the option-specific backbone arguments it accepts.
 
 Adding an option: one `PositionEncoding` entry here, its name in
 `backbone_options.POSITION_ENCODINGS`, one layer file and its test.
@@ -36,6 +37,7 @@ from tupe_tf.layers.fire_position_bias import FirePositionBias
 from tupe_tf.layers.kerple_position_bias import KerplePositionBias
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
+from tupe_tf.layers.shaw_relative_logits import ShawRelativeLogits
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
@@ -54,6 +56,7 @@ OPTION_SPECIFIC_ARGUMENTS = (
     "rope_scaling",
     "rope_scaling_factor",
     "rope_trained_length",
+    "shaw_max_distance",
 )
 
 
@@ -73,9 +76,13 @@ class PositionEncoding:
             `sinusoidal` (the fixed sin/cos table of Vaswani et al.).
         build: `build(args) -> PositionBiasLayer` or None (no content-free
             layer); `args` has every backbone argument plus `head_dim`,
-            `sharing` (resolved) and `initializer`.
+            `sharing` (resolved), `initializer` and `dtype`.
         attention_argument: the transformer layers' call argument that
             receives the layer's output.
+        query_logits: `query_logits(args) -> keras.layers.Layer` or None:
+            one new layer per transformer layer, its attention's
+            `query_logits` hook (a position term that depends on the query,
+            so it cannot be a content-free bias).
         scale_factor: the content scale is `1/sqrt(scale_factor * d)`.
         sharings: allowed `position_sharing` values; the first is the
             default.
@@ -90,6 +97,7 @@ class PositionEncoding:
     input_table: str = "learned"
     build: Optional[Callable] = None
     attention_argument: str = "attention_bias"
+    query_logits: Optional[Callable] = None
     scale_factor: int = 1
     sharings: Tuple[str, ...] = ("layer-wise",)
     arguments: Tuple[str, ...] = ()
@@ -197,6 +205,16 @@ def _fire(args):
     )
 
 
+def _shaw(args):
+    return ShawRelativeLogits(
+        head_dim=args.head_dim,
+        max_distance=args.shaw_max_distance,
+        initializer=args.initializer,
+        dtype=args.dtype,
+        name="shaw_relative_logits",
+    )
+
+
 _RELATIVE_ARGUMENTS = ("relative_buckets", "relative_max_distance")
 # diet-abs shares one table across layers by default, diet-rel has one per
 # layer (each option's first sharing is its default).
@@ -266,6 +284,12 @@ POSITION_ENCODING_TABLE = {
         PositionEncoding("nope", length_free=True),
         PositionEncoding("kerple-log", build=_kerple, length_free=True),
         PositionEncoding("fire", build=_fire, length_free=True),
+        PositionEncoding(
+            "shaw",
+            query_logits=_shaw,
+            length_free=True,
+            arguments=("shaw_max_distance",),
+        ),
     )
 }
 

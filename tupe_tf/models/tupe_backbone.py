@@ -61,6 +61,8 @@ class TupeBackbone(Backbone):
     - `nope`: `LN(w + s)`, `beta = 0`: no position information.
     - `kerple-log`: `LN(w + s)`, `beta = -r1_h log(1 + r2_h |i - j|)`.
     - `fire`: `LN(w + s)`, `beta` an MLP of the interpolated offset (FIRE).
+    - `shaw`: `LN(w + s)`, every layer adds `q_i . a_{clip(j - i)}` to its
+      logits under `c` (Shaw et al.'s relative keys, one table per layer).
 
     What each option builds is declared once, in
     `tupe_tf.models.position_encodings`.
@@ -80,7 +82,7 @@ class TupeBackbone(Backbone):
         num_segments: int. Number of segment ids.
         position_encoding: str. One of `bert`, `bert-r`, `tupe-a`, `tupe-r`,
             `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`,
-            `sinusoidal`, `nope`, `kerple-log`, `fire`. Defaults to
+            `sinusoidal`, `nope`, `kerple-log`, `fire`, `shaw`. Defaults to
             `tupe-r`.
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
@@ -117,6 +119,8 @@ class TupeBackbone(Backbone):
             at least 1.
         rope_trained_length: int or None. For `rope_scaling="yarn"` only
             (and required there): the trained length `T`.
+        shaw_max_distance: int. For `shaw`: `k`, the largest relative
+            distance with its own key vector (farther ones share the last).
         dtype: string or `keras.mixed_precision.DTypePolicy`.
 
     Example:
@@ -158,6 +162,7 @@ class TupeBackbone(Backbone):
         rope_scaling="none",
         rope_scaling_factor=1.0,
         rope_trained_length=None,
+        shaw_max_distance=128,
         dtype=None,
         **kwargs,
     ):
@@ -203,6 +208,7 @@ class TupeBackbone(Backbone):
             head_dim=head_dim,
             sharing=sharing,
             initializer=bert_initializer(),
+            dtype=dtype,
         )
 
         # === Layers ===
@@ -268,6 +274,11 @@ class TupeBackbone(Backbone):
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 content_scale=encoding.content_scale(head_dim),
+                query_logits=(
+                    encoding.query_logits(layer_args)
+                    if encoding.query_logits
+                    else None
+                ),
                 activation=FEEDFORWARD_ACTIVATIONS[intermediate_activation],
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,

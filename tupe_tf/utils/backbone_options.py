@@ -40,6 +40,7 @@ POSITION_ENCODINGS = (
     "nope",
     "kerple-log",
     "fire",
+    "shaw",
 )
 SEGMENT_ENCODINGS = ("input", "per-head", "none")
 INTERMEDIATE_ACTIVATIONS = ("gelu_approximate", "gelu")
@@ -189,6 +190,13 @@ BACKBONE_OPTIONS = (
         None,
         int,
         "rope with yarn: the trained length T (required for yarn only).",
+        valid=at_least(1),
+    ),
+    BackboneOption(
+        "shaw_max_distance",
+        128,
+        int,
+        "shaw: k, the largest relative distance with its own key vector.",
         valid=at_least(1),
     ),
 )
