@@ -3,11 +3,11 @@ r"""Latency of exported encoders: TUPE-R, DIET-ABS, DIET-REL vs BERT.
 Exports each encoder with `tupe_tf.export.export_hub_encoder` (position bias
 folded at --seq_length, and unfolded for comparison), loads every SavedModel
 into this one process with `tf.saved_model.load`, and times the `serve`
-endpoint on random token ids, interleaving the models in every repeat so that
-load from other processes affects them alike. The timing is split into
-`--rounds` rounds; each round gives every model's median and its ratio to
-exported `bert` of the same dimensions (BERT-small by default), and the
-report is the median ratio over rounds with its [min, max].
+endpoint on random token ids in the harness's interleaved rounds, so that
+load from other processes affects the models alike: in each round every
+model, in a shuffled order, gives the median latency of `--repeats` calls
+and its ratio to exported `bert` of the same dimensions (BERT-small by
+default); the report is the median ratio over rounds with its [min, max].
 
 Example:
   python benchmarks/export_latency.py --rounds=9 --repeats=5
@@ -28,26 +28,17 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app
-from absl import flags
+import harness  # noqa: E402
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from model_dims import backbone_dims  # noqa: E402
+from model_dims import define_model_dims  # noqa: E402
+from model_dims import describe_dims  # noqa: E402
 
-_NUM_LAYERS = flags.DEFINE_integer("num_layers", 4, "Transformer layers.")
-_HIDDEN_DIM = flags.DEFINE_integer("hidden_dim", 512, "Hidden size.")
-_NUM_HEADS = flags.DEFINE_integer("num_heads", 8, "Attention heads.")
-_INTERMEDIATE_DIM = flags.DEFINE_integer(
-    "intermediate_dim", 2048, "Feedforward size."
-)
-_VOCABULARY_SIZE = flags.DEFINE_integer(
-    "vocabulary_size", 30522, "Vocabulary size."
-)
-_SEQ_LENGTH = flags.DEFINE_integer(
-    "seq_length", 128, "Exported (folded) and timed length."
-)
+FLAGS = harness.define_round_flags(rounds=9)
+define_model_dims("small", seq_length=128)
 _BATCH_SIZES = flags.DEFINE_list(
     "batch_sizes", ["1", "32"], "Batch sizes to time."
-)
-_ROUNDS = flags.DEFINE_integer(
-    "rounds", 9, "Rounds; each gives one latency ratio per model."
 )
 _REPEATS = flags.DEFINE_integer(
     "repeats",
@@ -68,9 +59,6 @@ _BASELINE_TREE = flags.DEFINE_string(
 )
 flags.register_validator(
     "repeats", lambda v: v >= 3, message="--repeats must be >= 3."
-)
-flags.register_validator(
-    "rounds", lambda v: v >= 1, message="--rounds must be >= 1."
 )
 flags.register_validator(
     "batch_sizes",
@@ -108,14 +96,7 @@ def _export_all(export_root, tree=None, prefix=""):
             (encoding, True, prefix + encoding),
             (encoding, False, f"{prefix}{encoding} unfolded"),
         ]
-    dims = dict(
-        vocabulary_size=_VOCABULARY_SIZE.value,
-        num_layers=_NUM_LAYERS.value,
-        num_heads=_NUM_HEADS.value,
-        hidden_dim=_HIDDEN_DIM.value,
-        intermediate_dim=_INTERMEDIATE_DIM.value,
-        max_sequence_length=max(512, _SEQ_LENGTH.value),
-    )
+    dims = backbone_dims()
     paths = {
         name: os.path.join(
             export_root, name.replace(" ", "_").replace("/", "_")
@@ -130,7 +111,7 @@ def _export_all(export_root, tree=None, prefix=""):
             sys.executable,
             "-c",
             _EXPORT_SCRIPT,
-            json.dumps([dims, _SEQ_LENGTH.value, exports]),
+            json.dumps([dims, FLAGS.seq_length, exports]),
         ],
         cwd=tree,
         env=dict(os.environ, PYTHONPATH=tree),
@@ -141,45 +122,84 @@ def _export_all(export_root, tree=None, prefix=""):
     return paths
 
 
-def _time_models(models, batch_size, repeats):
+def _inputs(batch_size):
     import numpy as np
     import tensorflow as tf
 
     rng = np.random.default_rng(0)
-    shape = (batch_size, _SEQ_LENGTH.value)
-    inputs = {
+    shape = (batch_size, FLAGS.seq_length)
+    return {
         "input_word_ids": tf.constant(
-            rng.integers(5, _VOCABULARY_SIZE.value, shape), tf.int32
+            rng.integers(5, FLAGS.vocabulary_size, shape), tf.int32
         ),
         "input_mask": tf.ones(shape, tf.int32),
         "input_type_ids": tf.zeros(shape, tf.int32),
     }
-    for model in models.values():
-        for _ in range(_WARMUP.value):
-            model.serve(inputs)["sequence_output"].numpy()
-    times = {name: [] for name in models}
-    names = list(models)
-    for repeat in range(repeats):
-        # Rotate the order so no model is always first after a pause.
-        order = names[repeat % len(names) :] + names[: repeat % len(names)]
-        for name in order:
-            start = time.perf_counter()
-            models[name].serve(inputs)["sequence_output"].numpy()
-            times[name].append(time.perf_counter() - start)
-    return times
 
 
-def _round_ratios(models, batch_size, repeats, rounds):
-    """Per round, each model's median latency over bert's, minus one."""
-    ratios = {name: [] for name in models}
-    bert_medians = []
-    for _ in range(rounds):
-        times = _time_models(models, batch_size, repeats)
-        medians = {n: statistics.median(t) for n, t in times.items()}
-        bert_medians.append(medians["bert"])
-        for name, median in medians.items():
-            ratios[name].append(median / medians["bert"] - 1)
-    return ratios, bert_medians
+def _latency_case(model, inputs, repeats):
+    """A timed unit: the median latency of `repeats` calls."""
+
+    def call():
+        return model.serve(inputs)["sequence_output"].numpy()
+
+    def unit():
+        timings = [harness.time_steps(call, 1) for _ in range(repeats)]
+        return harness.Timing(
+            statistics.median(t.wall for t in timings),
+            statistics.median(t.cpu for t in timings),
+        )
+
+    for _ in range(_WARMUP.value):
+        call()
+    return unit
+
+
+def _time_batch_size(models, batch_size):
+    """{name: per-round Timings} of every model at one batch size."""
+    inputs = _inputs(batch_size)
+    repeats = _REPEATS.value * (4 if batch_size == 1 else 1)
+    cases = {
+        name: _latency_case(model, inputs, repeats)
+        for name, model in models.items()
+    }
+    samples = harness.run_rounds(cases, FLAGS.rounds)
+    print(
+        f"timed batch {batch_size} ({FLAGS.rounds} rounds of {repeats} "
+        "calls per model)",
+        flush=True,
+    )
+    return samples
+
+
+def _print_report(names, samples):
+    import tensorflow as tf
+
+    def cell(per_model, name):
+        ratio = harness.summarize(per_model[name], per_model["bert"])
+        return ratio.wall_ratio.map(lambda r: r - 1).format("+.1%")
+
+    harness.print_table(
+        "Exported hub_encoder latency vs exported bert, median over "
+        f"{FLAGS.rounds} rounds [min, max] of each round's ratio of median "
+        f"latencies; {describe_dims()}; tf {tf.__version__}, "
+        f"{harness.machine()}; {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        ["model"] + [f"batch {b}: vs bert [min, max]" for b in samples],
+        [
+            [name] + [cell(per_model, name) for per_model in samples.values()]
+            for name in names
+            if name != "bert"
+        ],
+        align=[None] + ["right"] * len(samples),
+    )
+    for batch_size, per_model in samples.items():
+        bert_ms = harness.summarize(per_model["bert"]).wall.map(
+            lambda t: t * 1e3
+        )
+        print(
+            f"bert batch {batch_size}: median {bert_ms.median:.2f} ms per "
+            f"call, round medians {bert_ms.low:.2f}-{bert_ms.high:.2f} ms"
+        )
 
 
 def main(argv):
@@ -199,53 +219,12 @@ def main(argv):
         models = {
             name: tf.saved_model.load(path) for name, path in paths.items()
         }
-        summaries = {}
-        for batch_size in (int(b) for b in _BATCH_SIZES.value):
-            repeats = _REPEATS.value * (4 if batch_size == 1 else 1)
-            summaries[batch_size] = _round_ratios(
-                models, batch_size, repeats, _ROUNDS.value
-            )
-            print(
-                f"timed batch {batch_size} ({_ROUNDS.value} rounds of "
-                f"{repeats} interleaved repeats)",
-                flush=True,
-            )
-
-    print()
-    print(
-        f"Exported hub_encoder latency vs exported bert, median over "
-        f"{_ROUNDS.value} rounds [min, max] of each round's ratio of median "
-        f"latencies; seq {_SEQ_LENGTH.value}, {_NUM_LAYERS.value} layers, "
-        f"hidden {_HIDDEN_DIM.value}, {_NUM_HEADS.value} heads, intermediate "
-        f"{_INTERMEDIATE_DIM.value}; tf {tf.__version__}, "
-        f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M %Z')}; "
-        f"load average {os.getloadavg()[0]:.1f}"
-    )
-    batch_sizes = list(summaries)
-    print(
-        f"| {'model':<20} |"
-        + "".join(f" batch {b}: vs bert [min, max] |" for b in batch_sizes)
-    )
-    print("|" + "-" * 22 + "|" + "---:|" * len(batch_sizes))
-    for name in paths:
-        if name == "bert":
-            continue
-        row = f"| {name:<20} |"
-        for b in batch_sizes:
-            ratios = sorted(summaries[b][0][name])
-            row += (
-                f" {statistics.median(ratios):+.1%} "
-                f"[{ratios[0]:+.1%}, {ratios[-1]:+.1%}] |"
-            )
-        print(row)
-    for b in batch_sizes:
-        bert_ms = sorted(1e3 * m for m in summaries[b][1])
-        print(
-            f"bert batch {b}: median {statistics.median(bert_ms):.2f} ms per "
-            f"call, round medians {bert_ms[0]:.2f}-{bert_ms[-1]:.2f} ms"
-        )
-    print()
-    print(f"Command: {command}")
+        samples = {
+            b: _time_batch_size(models, b)
+            for b in (int(b) for b in _BATCH_SIZES.value)
+        }
+    _print_report(list(paths), samples)
+    print(f"\nCommand: {command}")
 
 
 if __name__ == "__main__":
