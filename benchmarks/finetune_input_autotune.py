@@ -1,8 +1,7 @@
 r"""Fine-tuning step time with and without tf.data autotuning (one process).
 
-Probes the bimodal fine-tuning step (about 140 ms or exactly 205 ms per
-`fit` step of the tiny classifier, see docs/benchmarks.md): one fresh process
-per call fits 100 steps of `TupeTextClassifier` on cached random batches
+Probes the bimodal fine-tuning step time (docs/benchmarks.md, "Fine-tuning
+step"): one fresh process per call fits 100 steps of `TupeTextClassifier` on cached random batches
 (batch 32, length 64) fed through a `tf.data` pipeline in one of four modes,
 and prints the wall and process-CPU milliseconds per step. The mode holds for
 a whole process, so compare modes over several processes each:

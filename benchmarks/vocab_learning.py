@@ -14,7 +14,7 @@ Quality on held-out text (WikiText-2 valid under ../shared/data when present):
 word pieces per word and the `[UNK]` rate of TF-Text's `FastBertTokenizer`
 with each learner's 8k vocabulary from the smallest corpus.
 
-A 9-round TF-Text comparison at 32 MB takes hours on 2 cores, so it can be
+TF-Text's learner is slow enough that a many-round comparison can be
 spread over several sittings: with `--runs_log=FILE`, every finished run is
 appended to FILE as one JSON line, and a rerun with the same FILE skips the
 (size, learner, round) runs already in it (for the same generated corpus).
