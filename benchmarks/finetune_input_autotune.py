@@ -3,8 +3,9 @@ r"""Fine-tuning step time with and without tf.data autotuning (one process).
 Probes the bimodal fine-tuning step time (docs/benchmarks.md, "Fine-tuning
 step"): one fresh process per call fits 100 steps of `TupeTextClassifier`
 on cached random batches (batch 32, length 64) fed through a `tf.data`
-pipeline in one of four modes, and prints the wall and process-CPU milliseconds per step. The mode holds for
-a whole process, so compare modes over several processes each:
+pipeline in one of four modes, and prints the wall and process-CPU
+milliseconds per step. The mode holds for a whole process, so compare modes
+over several processes each:
 
   for r in 1 2 3 4; do for m in autotune noautotune; do
     python benchmarks/finetune_input_autotune.py PRESET_DIR $m; done; done
