@@ -17,6 +17,7 @@ import shlex
 
 from data_pipeline import corpus
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
@@ -43,7 +44,7 @@ DEFAULT_NUM_PARTITIONS = 2
 
 
 @dataclasses.dataclass(kw_only=True)
-class BeamSettings:
+class BeamSettings(Settings):
     """The Beam settings of `ShardConfig` and `VocabConfig` (their flags).
 
     Keyword-only, so configs that inherit them keep their own field order.

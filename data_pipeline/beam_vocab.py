@@ -135,7 +135,7 @@ def build_vocabulary_beam(
     beam_common.check_num_partitions(num_partitions)
     if text_input is None:
         text_input = corpus.TextInputSettings()
-    text_input.check_text_input_settings()
+    text_input.validate()
     output_file = os.fspath(output_file)
     vocab_lib.check_output_file(output_file)
     input_files = corpus.resolve_input_files(

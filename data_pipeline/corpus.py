@@ -11,8 +11,8 @@ import zlib
 
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import setting
 
 # Lines longer than this many bytes are cut (at a space when possible) into
@@ -37,7 +37,7 @@ _LISTED_FILES = 3
 
 
 @dataclasses.dataclass(kw_only=True)
-class TextInputSettings:
+class TextInputSettings(Settings):
     """What input the vocabulary and shard builders accept as text (their
     flags; keyword-only, so configs that inherit them keep their own field
     order). The checks run in `check_text_files` (before anything is
@@ -59,12 +59,6 @@ class TextInputSettings:
         "any file.",
         valid=between(0, 1),
     )
-
-    def check_text_input_settings(self):
-        """Raises `UserError` naming a setting outside its declared range
-        (`settings.check_ranges`), for the vocabulary and shard
-        builders that take these settings."""
-        check_ranges(self)
 
 
 @dataclasses.dataclass

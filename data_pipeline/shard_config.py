@@ -13,7 +13,6 @@ from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import flag_name
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
@@ -126,14 +125,10 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         "pretrain", help="Shard file name prefix.", flag=False
     )
 
-    def validate(self):
-        """Raises `UserError` naming the first bad field."""
-        check_ranges(self)
+    def check_rules(self):
         self._check_paths()
         self._check_num_shards()
         self._check_static_masking()
-        if self._compression_key() not in _COMPRESSIONS:
-            self._refuse("compression", "must be empty, 'none' or 'gzip'")
         if self.runner and self.num_partitions > self.num_shards:
             self._refuse(
                 "num_partitions",

@@ -13,7 +13,6 @@ from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import at_least
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
 
@@ -279,9 +278,7 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
         valid=at_least(1),
     )
 
-    def validate(self):
-        """Raises `UserError` naming the bad field."""
-        check_ranges(self)
+    def check_rules(self):
         self.refuse_unused_beam_settings()
         refuse_ignored(
             self,
@@ -295,7 +292,6 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
             self.learner == wordpiece_learner.LEARNER_TOKENIZERS,
             "with --learner=tokenizers",
         )
-        check_output_file(self.output_file)
         if self.runner and self.learner != wordpiece_learner.LEARNER_TOKENIZERS:
             raise UserError(
                 "--runner: Beam pipelines learn with the 'tokenizers' learner; "
@@ -440,7 +436,7 @@ def _check_arguments(
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise UserError(f"reserved_tokens is missing {', '.join(missing)}.")
-    text_input.check_text_input_settings()
+    text_input.validate()
     check_output_file(output_file)
 
 

@@ -37,7 +37,7 @@ config_flags.define_flags(shards_lib.ShardConfig)
 
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
-    config = config_flags.validated_config_from_flags(shards_lib.ShardConfig)
+    config = config_flags.config_from_flags(shards_lib.ShardConfig)
     # Wrong flags, inputs and outputs are refused before TensorFlow loads.
     shards_lib.preflight(config)
     if config.runner:

@@ -28,7 +28,7 @@ config_flags.define_flags(vocab_lib.VocabConfig)
 
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
-    config = config_flags.validated_config_from_flags(vocab_lib.VocabConfig)
+    config = config_flags.config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
     if config.runner:
         from data_pipeline import beam_vocab

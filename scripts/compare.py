@@ -29,10 +29,9 @@ config_flags.define_flags(compare.CompareConfig)
 
 def compare_from_flags(flag_values):
     """Runs (or, with --from_results, reports) the study of the flags."""
-    config = config_flags.validated_config_from_flags(
-        compare.CompareConfig, flag_values
-    )
+    config = config_flags.config_from_flags(compare.CompareConfig, flag_values)
     if config.from_results:
+        config.validate()
         return compare.report(config)
     return compare.run_comparison(config, max_runs=config.max_runs)
 

@@ -34,15 +34,15 @@ from tupe_tf.utils import config_flags  # noqa: E402
 from tupe_tf.utils.errors import UserError  # noqa: E402
 from tupe_tf.utils.fileio import check_writable_dir  # noqa: E402
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields  # noqa: E402
+from tupe_tf.utils.settings import Settings  # noqa: E402
 from tupe_tf.utils.settings import at_least  # noqa: E402
-from tupe_tf.utils.settings import check_ranges  # noqa: E402
 from tupe_tf.utils.settings import refuse_ignored  # noqa: E402
 from tupe_tf.utils.settings import setting  # noqa: E402
 
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class ExportSettings:
+class ExportSettings(Settings):
     """The export flags: `tupe_tf.export.export_preset`'s arguments."""
 
     preset: str = setting("", help="Preset directory to export.", required=True)
@@ -73,8 +73,7 @@ class ExportSettings:
         "(--nofold_positional_bias for comparisons).",
     )
 
-    def validate(self):
-        check_ranges(self)
+    def check_rules(self):
         refuse_ignored(
             self,
             ("fold_positional_bias",),
@@ -92,6 +91,7 @@ config_flags.define_flags(ExportSettings)
 
 def export(settings):
     """Exports as `settings` say; a user error is a `UserError`."""
+    settings.validate()
     if os.path.exists(settings.export_dir) and not settings.overwrite:
         raise UserError(
             f"--export_dir={settings.export_dir} already exists; pass "
@@ -117,9 +117,7 @@ def export(settings):
 
 
 def export_from_flags(flag_values):
-    return export(
-        config_flags.validated_config_from_flags(ExportSettings, flag_values)
-    )
+    return export(config_flags.config_from_flags(ExportSettings, flag_values))
 
 
 def main(argv):

@@ -24,10 +24,7 @@ config_flags.define_flags(VisualizeConfig)
 
 def visualize(flag_values):
     """Draws the figures the flags ask for; returns the written paths."""
-    config = config_flags.validated_config_from_flags(
-        VisualizeConfig, flag_values
-    )
-    return config.run()
+    return config_flags.config_from_flags(VisualizeConfig, flag_values).run()
 
 
 def print_paths(paths):

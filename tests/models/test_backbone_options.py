@@ -70,6 +70,23 @@ def test_a_numeric_option_outside_its_range_is_refused(option):
         )
 
 
+@pytest.mark.parametrize(
+    "option",
+    [option for option in BACKBONE_OPTIONS if option.choices],
+    ids=lambda option: option.name,
+)
+def test_a_string_option_outside_its_choices_is_refused(option):
+    with pytest.raises(ValueError, match=f"`{option.name}` must be one of"):
+        TupeBackbone(
+            vocabulary_size=10,
+            num_layers=1,
+            num_heads=2,
+            hidden_dim=8,
+            intermediate_dim=8,
+            **{option.name: "tupe"},
+        )
+
+
 def test_every_numeric_option_declares_its_range():
     assert [
         option.name

@@ -71,7 +71,6 @@ def test_defaults_of_sharing():
 @pytest.mark.parametrize(
     "name, sharing, arguments, match",
     [
-        ("tupe", None, {}, "position_encoding.*bert-r"),
         ("bert-r", "none", {}, "position_sharing.*layer-wise"),
         ("bert", None, {"relative_buckets": 16}, "relative_buckets.*bert-r"),
         ("tupe-a", None, {"position_rank": 4}, "position_rank.*diet-abs"),

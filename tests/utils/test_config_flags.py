@@ -122,11 +122,11 @@ def test_required_flags():
 
 def test_validate_errors_name_the_flag_and_bugs_keep_their_type():
     @dataclasses.dataclass
-    class Checked:
+    class Checked(settings.Settings):
         input_patterns: str = setting("x", help="Input.", flag="input")
         batch: int = setting(1, help="Batch.", flag=False)
 
-        def validate(self):
+        def check_rules(self):
             if not self.input_patterns:
                 raise UserError(
                     f"{settings.flag_name(self, 'input_patterns')}: must not "
@@ -138,15 +138,15 @@ def test_validate_errors_name_the_flag_and_bugs_keep_their_type():
     assert settings.flag_name(Checked(), "batch") == "batch"
     values = _parse(Checked, ["--input="])
     with pytest.raises(UserError, match="^--input: must not be empty"):
-        config_flags.validated_config_from_flags(Checked, values)
+        config_flags.config_from_flags(Checked, values).validate()
     values = _parse(Checked, ["--input=bug"])
     with pytest.raises(ValueError, match="^input_patterns: a bug") as error:
-        config_flags.validated_config_from_flags(Checked, values)
+        config_flags.config_from_flags(Checked, values).validate()
     assert not isinstance(error.value, UserError)
 
 
 @dataclasses.dataclass
-class Ranged:
+class Ranged(settings.Settings):
     rate: float = setting(0.1, help="A rate.", valid=settings.greater_than(0))
     ratio: float = setting(
         0.0, help="A ratio.", valid=settings.between(0, 1, high_open=True)
@@ -205,15 +205,31 @@ def test_a_flag_outside_its_range_is_refused_naming_it(argv, message):
 
     values = _parse(Ranged, argv)
     with pytest.raises(UserError) as error:
-        config_flags.config_from_flags(Ranged, values)
+        config_flags.config_from_flags(Ranged, values).validate()
     assert str(error.value) == message
 
 
 def test_values_inside_their_ranges_and_unset_optionals_pass():
     values = _parse(Ranged, ["--rate=0.5", "--ratio=0", "--seeds=3"])
-    assert config_flags.config_from_flags(Ranged, values) == Ranged(
-        rate=0.5, ratio=0.0, steps=None, seeds=[3]
-    )
+    config = config_flags.config_from_flags(Ranged, values)
+    config.validate()
+    assert config == Ranged(rate=0.5, ratio=0.0, steps=None, seeds=[3])
+
+
+@dataclasses.dataclass
+class Chosen:
+    mode: Optional[str] = setting("a", help="Mode.", choices=("a", "b"))
+    ranged: Ranged = dataclasses.field(default_factory=Ranged)
+
+
+def test_a_value_outside_its_choices_is_refused_anywhere_in_the_tree():
+    with pytest.raises(
+        UserError, match=r"^--mode='c' is not one of \['a', 'b'\]\.$"
+    ):
+        settings.check_settings(Chosen(mode="c"))
+    with pytest.raises(UserError, match="^--rate=0 is out of range"):
+        settings.check_settings(Chosen(ranged=Ranged(rate=0)))
+    settings.check_settings(Chosen(mode=None))
 
 
 @dataclasses.dataclass
@@ -236,9 +252,9 @@ def test_library_built_configs_are_checked_for_type_and_range(config, message):
     from tupe_tf.utils.errors import UserError
 
     with pytest.raises(UserError) as error:
-        settings.check_ranges(config)
+        settings.check_settings(config)
     assert str(error.value) == message
-    assert settings.check_ranges(Ranged(rate=2, steps=4)) is None
+    assert settings.check_settings(Ranged(rate=2, steps=4)) is None
 
 
 @dataclasses.dataclass

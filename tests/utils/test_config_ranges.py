@@ -98,7 +98,7 @@ def test_a_value_outside_the_range_is_refused(config_cls, spec, value):
     )
     assert flag_values[spec.name].help.endswith(f" Valid: {spec.valid}.")
     with pytest.raises(UserError) as error:
-        config_flags.config_from_flags(config_cls, flag_values)
+        config_flags.config_from_flags(config_cls, flag_values).validate()
     assert str(error.value) == (
         f"--{spec.name}={_text(value)} is out of range: it must be "
         f"{spec.valid}."

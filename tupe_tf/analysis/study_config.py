@@ -23,9 +23,9 @@ from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
 from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
@@ -57,7 +57,7 @@ VARIANTS = study_variants()
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class CompareConfig:
+class CompareConfig(Settings):
     """What the study runs; every field with a help text is a flag of
     `scripts/compare.py`.
 
@@ -334,9 +334,7 @@ class CompareConfig:
             "jit_compile": self.jit_compile,
         }
 
-    def validate(self):
-        """Raises `UserError` naming the flag of a bad setting."""
-        check_ranges(self)
+    def check_rules(self):
         for flag, names in (
             ("--variants", self.variants),
             ("--glue_variants", self.glue_variants),

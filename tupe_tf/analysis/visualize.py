@@ -13,8 +13,8 @@ from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import setting
 
 
@@ -34,7 +34,7 @@ def random_inputs(backbone, sequence_length, batch_size=2, seed=0):
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class VisualizeConfig:
+class VisualizeConfig(Settings):
     """What `scripts/visualize.py` draws; every field is one of its flags.
 
     Example:
@@ -62,9 +62,7 @@ class VisualizeConfig:
         0, help="Seed of the random token inputs.", valid=at_least(0)
     )
 
-    def validate(self):
-        """Raises `UserError` naming the bad flag."""
-        check_ranges(self)
+    def check_rules(self):
         for preset in (self.preset, *self.baseline_presets):
             if not os.path.isdir(preset):
                 raise UserError(f"--preset {preset!r} is not a directory.")
@@ -75,6 +73,7 @@ class VisualizeConfig:
     def run(self):
         """Checks the presets and the output directory, then draws the
         figures; returns the written paths."""
+        self.validate()
         for preset in (self.preset, *self.baseline_presets):
             check_preset(preset)
         fileio.check_writable_dir(self.figures_dir(), "--output_dir")

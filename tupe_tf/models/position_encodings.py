@@ -41,7 +41,6 @@ from tupe_tf.layers.shaw_relative_logits import ShawRelativeLogits
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
-from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
 # Backbone arguments that only some options accept; the others must leave
@@ -311,11 +310,6 @@ def validated_encoding(options):
         ValueError naming the argument, its value and what is allowed.
     """
     position_encoding = options["position_encoding"]
-    if position_encoding not in POSITION_ENCODING_TABLE:
-        raise ValueError(
-            f"`position_encoding` must be one of {POSITION_ENCODINGS}. "
-            f"Received: position_encoding={position_encoding!r}"
-        )
     entry = POSITION_ENCODING_TABLE[position_encoding]
     position_sharing = options.get("position_sharing")
     sharing = position_sharing or entry.sharings[0]

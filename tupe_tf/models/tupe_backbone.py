@@ -19,9 +19,7 @@ from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.utils.backbone_options import INTERMEDIATE_ACTIVATIONS
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
-from tupe_tf.utils.backbone_options import SEGMENT_ENCODINGS
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
 
@@ -176,23 +174,7 @@ class TupeBackbone(Backbone):
         }
         # === Validation: refuse bad combinations before building anything ===
         for option in BACKBONE_OPTIONS:
-            value = options[option.name]
-            if option.valid and value is not None and value not in option.valid:
-                raise ValueError(
-                    f"`{option.name}` must be {option.valid}. Received: "
-                    f"{option.name}={value!r}"
-                )
-        if segment_encoding not in SEGMENT_ENCODINGS:
-            raise ValueError(
-                f"`segment_encoding` must be one of {SEGMENT_ENCODINGS}. "
-                f"Received: segment_encoding={segment_encoding!r}"
-            )
-        if intermediate_activation not in INTERMEDIATE_ACTIVATIONS:
-            raise ValueError(
-                "`intermediate_activation` must be one of "
-                f"{INTERMEDIATE_ACTIVATIONS}. Received: "
-                f"intermediate_activation={intermediate_activation!r}"
-            )
+            option.check(options[option.name])
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "

@@ -15,9 +15,9 @@ from data_pipeline import glue
 from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
+from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
@@ -120,15 +120,10 @@ def _option_field(option):
     )
 
 
-class _ModelConfigMethods:
+class _ModelConfigMethods(Settings):
     """The methods of `ModelConfig` (its fields are generated)."""
 
     def dims(self):
-        if self.model_size not in MODEL_SIZES:
-            raise UserError(
-                f"--model_size={self.model_size!r} is not one of "
-                f"{sorted(MODEL_SIZES)}."
-            )
         dims = dict(MODEL_SIZES[self.model_size])
         for key in dims:
             value = getattr(self, key)
@@ -141,20 +136,8 @@ class _ModelConfigMethods:
             )
         return dims
 
-    def validate(self):
-        check_ranges(self)
+    def check_rules(self):
         self.dims()
-        for option in self.backbone_options:
-            value = getattr(self, option.name)
-            if option.choices is None or (
-                value is None and option.default is None
-            ):
-                continue
-            if value not in option.choices:
-                raise UserError(
-                    f"--{option.name}={value!r} is not one of "
-                    f"{list(option.choices)}."
-                )
 
     def backbone_kwargs(self, vocabulary_size):
         """Keyword arguments for `tupe_tf.TupeBackbone`."""
@@ -200,7 +183,7 @@ ModelConfig = make_model_config()
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class OptimizerConfig:
+class OptimizerConfig(Settings):
     """AdamW with warm-up and linear decay; defaults are TUPE Table 2.
 
     Each field's help is its metadata (`setting(help=...)`).
@@ -249,7 +232,6 @@ class OptimizerConfig:
     def resolve_warmup_steps(self, num_train_steps):
         """Warm-up steps: `warmup_steps` (at most `num_train_steps`), else
         `warmup_ratio` of them."""
-        check_ranges(self)
         if self.warmup_steps is not None:
             return min(int(self.warmup_steps), int(num_train_steps))
         return int(round(self.warmup_ratio * num_train_steps))
@@ -257,7 +239,7 @@ class OptimizerConfig:
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class RuntimeConfig:
+class RuntimeConfig(Settings):
     """Distribution and performance settings (help: field metadata)."""
 
     strategy: str = setting(
@@ -285,8 +267,7 @@ class RuntimeConfig:
         1, help="Train steps per tf.function call.", valid=at_least(1)
     )
 
-    def validate(self):
-        check_ranges(self)
+    def check_rules(self):
         refuse_ignored(
             self, ("tpu",), self.strategy == "tpu", "with --strategy=tpu"
         )
@@ -296,15 +277,6 @@ class RuntimeConfig:
             self.strategy == "mirrored",
             "with --strategy=mirrored",
         )
-        if self.strategy not in STRATEGIES:
-            raise UserError(
-                f"--strategy={self.strategy!r} is not one of {list(STRATEGIES)}."
-            )
-        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise UserError(
-                f"--mixed_precision={self.mixed_precision!r} is not one of "
-                f"{list(MIXED_PRECISION_POLICIES)}."
-            )
         if self.steps_per_execution > 1 and self.strategy in (
             "mirrored",
             "multi_worker_mirrored",
@@ -321,7 +293,7 @@ class RuntimeConfig:
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class PretrainConfig:
+class PretrainConfig(Settings):
     """Everything `run_pretraining` needs (help: field metadata).
 
     Rerunning with the same `model_dir` resumes. When `train_files` is empty
@@ -441,7 +413,7 @@ GLUE_TASKS = glue.TASK_NAMES
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class GlueConfig:
+class GlueConfig(Settings):
     """Everything `run_glue` needs. Defaults follow TUPE Table 2.
 
     Help: field metadata. Results go to `<output_dir>/<task>/results.json`.

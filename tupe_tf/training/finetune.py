@@ -25,7 +25,6 @@ from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
-from tupe_tf.utils.settings import check_ranges
 
 
 def _preset_backbone_config(preset):
@@ -275,13 +274,12 @@ def validate_glue_config(config):
     from data_pipeline import glue
 
     task = glue.get_task(config.task)
-    check_ranges(config)
+    config.validate()
     if config.glue_dir and config.tfds_data_dir:
         raise UserError(
             "--tfds_data_dir is for GLUE from TFDS; with --glue_dir the TSV "
             "files are read instead. Pass one of the two."
         )
-    config.runtime.validate()
     if not config.preset:
         raise UserError(
             "--preset is required (a pre-trained preset directory)."

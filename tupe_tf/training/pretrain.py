@@ -33,7 +33,6 @@ from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
-from tupe_tf.utils.settings import check_ranges
 
 
 @dataclasses.dataclass
@@ -60,15 +59,13 @@ def validate_settings(config, strategy=None):
     Raises:
         UserError: naming the offending flag.
     """
-    check_ranges(config)
+    config.validate()
     if config.eval_files and not config.train_files:
         raise UserError(
             "--eval_files needs --train_files: without --train_files the run "
             "trains and evaluates on the embedded corpus's shards. Pass "
             "--train_files too, or leave out --eval_files."
         )
-    config.model.validate()
-    config.runtime.validate()
     if config.seq_length > config.model.max_sequence_length:
         raise UserError(
             f"--seq_length={config.seq_length} is above the model's "

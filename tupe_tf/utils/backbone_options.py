@@ -69,6 +69,26 @@ class BackboneOption:
     choices: Optional[Tuple[str, ...]] = None
     valid: Optional[Range] = None
 
+    def check(self, value):
+        """Refuses a backbone argument outside its choices or range (`None`
+        stands for the backbone's derived default).
+
+        Raises:
+            ValueError: naming the argument, as keras-hub's layers do.
+        """
+        if value is None:
+            return
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(
+                f"`{self.name}` must be one of {self.choices}. Received: "
+                f"{self.name}={value!r}"
+            )
+        if self.valid is not None and value not in self.valid:
+            raise ValueError(
+                f"`{self.name}` must be {self.valid}. Received: "
+                f"{self.name}={value!r}"
+            )
+
 
 BACKBONE_OPTIONS = (
     BackboneOption(

@@ -3,9 +3,7 @@
 A configuration dataclass declares each setting once, with
 `tupe_tf.utils.settings.setting` (default, help, range, choices, flag
 name); `define_flags` turns every field into an absl flag and
-`config_from_flags` builds the dataclass back from the parsed flags,
-refusing a value outside its range (`UserError` naming the flag, the value
-and the range) before the script builds or writes anything.
+`config_from_flags` builds the dataclass back from the parsed flags.
 
 Types: `bool`, `int`, `float`, `str` (an enum when the field has choices),
 `Optional[...]` of them (default `None`), lists/tuples/sequences of them
@@ -35,7 +33,6 @@ import typing
 from absl import flags
 
 from tupe_tf.utils.settings import Range
-from tupe_tf.utils.settings import check_ranges
 from tupe_tf.utils.settings import field_default
 from tupe_tf.utils.settings import list_element_type
 from tupe_tf.utils.settings import unwrap_optional
@@ -199,22 +196,9 @@ def define_flags(config_cls, flag_values=flags.FLAGS, skip=()):
 
 def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
     """Builds `config_cls` from parsed flags (fields without a flag keep
-    their defaults); `overrides` replace top-level fields.
-
-    Raises:
-        UserError: a flag's value is outside its setting's range.
-    """
-    config = _build(config_cls, flag_values, (), overrides)
-    check_ranges(config)
-    return config
-
-
-def validated_config_from_flags(config_cls, flag_values=flags.FLAGS):
-    """`config_from_flags`, then the config's own `validate()`, whose
-    `UserError` names the flag."""
-    config = config_from_flags(config_cls, flag_values)
-    config.validate()
-    return config
+    their defaults); `overrides` replace top-level fields. The library
+    entry point the script passes it to checks it (`Settings.validate`)."""
+    return _build(config_cls, flag_values, (), overrides)
 
 
 def _build(config_cls, flag_values, path, overrides):

@@ -13,7 +13,7 @@ Example:
 >>> @dataclasses.dataclass
 ... class Config:
 ...     steps: int = setting(100, help="Training steps.", valid=at_least(1))
->>> check_ranges(Config(steps=0))
+>>> check_settings(Config(steps=0))
 Traceback (most recent call last):
 ...
 tupe_tf.utils.errors.UserError: --steps=0 is out of range: it must be >= 1.
@@ -173,25 +173,75 @@ def flag_name(config, name):
     return setting_name(fields[name])
 
 
-def check_ranges(config):
-    """Refuses a numeric setting of `config` (nested configs included) that
-    is not a number of its type or lies outside its declared range; a
-    config's `validate` calls it too, so that library callers get the same
-    refusal as the flags.
+class Settings:
+    """Base of the configuration dataclasses: `validate()` is their one
+    check, which library entry points call before building or writing
+    anything (scripts reach it through them).
+
+    Example:
+
+    >>> @dataclasses.dataclass
+    ... class Steps(Settings):
+    ...     steps: int = setting(100, help="Steps.", valid=at_least(1))
+    ...     def check_rules(self):
+    ...         if self.steps == 13:
+    ...             raise UserError("--steps=13 is unlucky.")
+    >>> Steps(steps=7).validate()
+    """
+
+    def validate(self):
+        """Refuses a setting outside its range or choices, anywhere in the
+        tree (`check_settings`), then a combination that cannot work (each
+        config's `check_rules`, the outer config first).
+
+        Raises:
+            UserError: naming the flag.
+        """
+        check_settings(self)
+        for config in _configs_in(self):
+            config.check_rules()
+
+    def check_rules(self):
+        """Refuses combinations of this config's own settings (nested
+        configs check their own); none by default."""
+
+
+def _configs_in(config):
+    """`config` and every `Settings` nested in it, outer ones first."""
+    yield config
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if isinstance(value, Settings):
+            yield from _configs_in(value)
+
+
+def check_settings(config):
+    """Refuses a setting of `config` (nested configs included) outside its
+    declared choices, or a numeric one that is not a number of its type or
+    lies outside its declared range. `Settings.validate` calls it.
 
     Raises:
-        UserError: `--name=value is out of range: it must be <range>.` (a
-            setting without a flag is named without the dashes), or
-            `--name=value is not an int` (or `a number`).
+        UserError: `--name='value' is not one of [...]`, `--name=value is
+            out of range: it must be <range>.` (a setting without a flag is
+            named without the dashes), or `--name=value is not an int` (or
+            `a number`).
     """
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
         if dataclasses.is_dataclass(value):
-            check_ranges(value)
+            check_settings(value)
             continue
+        if value is None:
+            continue
+        choices = field.metadata.get("choices")
+        if choices is not None and value not in choices:
+            raise UserError(
+                f"{setting_name(field)}={value!r} is not one of "
+                f"{list(choices)}."
+            )
         valid = field.metadata.get("valid")
-        if valid is None or value is None:
+        if valid is None:
             continue
         annotation = unwrap_optional(hints[field.name])
         integral = int in (annotation, list_element_type(annotation))
