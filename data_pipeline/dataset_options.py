@@ -4,13 +4,11 @@
 def without_autotuning(dataset):
     """Returns `dataset` with tf.data's autotuning model switched off.
 
-    Two costs of the autotuning model measured on a 2-core CPU (TF 2.21):
-    deleting a finished shard-building iterator stalled for 0.4-0.6 s in 8 of
-    25 trials, and a fine-tuning `fit` step ran at a fixed 205 ms instead of
-    about 140 ms in 6 of 10 fresh processes (0 of 7 without it;
-    `benchmarks/finetune_input_autotune.py`). Without the model, parallel
-    maps use one call per core and `prefetch(AUTOTUNE)` still grows its
-    buffer on demand.
+    On few cores the autotuning model can stall the deletion of a finished
+    iterator and pin a fine-tuning step at a slower rate in some processes
+    (`benchmarks/finetune_input_autotune.py` shows it). Without the model,
+    parallel maps use one call per core and `prefetch(AUTOTUNE)` still grows
+    its buffer on demand.
 
     Args:
       dataset: a `tf.data.Dataset`.

@@ -1,4 +1,4 @@
-"""User errors of the training, export and analysis scripts (issue 13).
+"""User errors of the training, export and analysis scripts.
 
 Each bad input ends the run with one `ERROR:` line naming the culprit and
 what to do, exit code 2, no traceback, and loses nothing already written.

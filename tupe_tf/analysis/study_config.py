@@ -136,9 +136,8 @@ class CompareConfig(Settings):
     global_batch_size: int = setting(
         32, help="Pre-training batch.", valid=at_least(1)
     )
-    # 2,000 is the fewest measured to take a variant off the plateau on the
-    # study's data (tupe-r: 5.843 at 1,200 steps, 5.396 at 1,800;
-    # batch 16 for 2,000 steps stayed at 5.854; docs/results.md).
+    # Fewer steps (or a smaller batch) leave a variant on the unigram
+    # plateau on the study's data (docs/results.md).
     num_train_steps: int = setting(
         2000, help="Pre-training steps per run.", valid=at_least(1)
     )

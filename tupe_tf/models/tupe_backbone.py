@@ -211,8 +211,8 @@ class TupeBackbone(Backbone):
             )
         elif encoding.input_positions:
             # keras-hub's table is the SPEC's formula. It is computed in
-            # float32 (in bfloat16 its values are off by up to 1.7 at
-            # n = 600) and cast where it meets the token embeddings.
+            # float32 (bfloat16 cannot hold its values at long lengths) and
+            # cast where it meets the token embeddings.
             self.position_embedding = SinePositionEncoding(
                 dtype="float32", name="position_embedding"
             )

@@ -91,7 +91,6 @@ def resolve_default_data(config):
 
     if config.vocab_file:
         check_vocabulary_file(config.vocab_file)
-    fileio.check_writable_dir(config.work_dir, "--work_dir")
     data = default_data.prepare_default_data(
         config.work_dir,
         seq_length=config.seq_length,

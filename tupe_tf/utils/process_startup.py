@@ -1,16 +1,15 @@
 """Start-up and shut-down costs of the data-pipeline command-line tools.
 
-A shard-building process spends more time importing and tearing down
-TensorFlow than tokenizing a 30 MB corpus. Two measured costs (TF 2.21,
-Keras 3.15, 2-core VM; `python benchmarks/shard_building.py` prints the
-whole-process figures):
+A shard-building process can spend more time importing and tearing down
+TensorFlow than tokenizing its corpus (`python benchmarks/shard_building.py`
+prints the whole-process figures):
 
 - `import tensorflow` eagerly imports Keras, and Keras opportunistically
   imports IPython (`keras.src.saving.file_editor`) and matplotlib
-  (`keras.src.visualization`) when installed: ~0.9 s the tools never use.
+  (`keras.src.visualization`) when installed, which the tools never use.
   Both imports are optional in Keras (guarded by `except ImportError`).
 - Interpreter shut-down (module teardown, TensorFlow's static destructors)
-  takes ~1 s; a finished tool can skip it with `os._exit` once its outputs
+  is slow; a finished tool can skip it with `os._exit` once its outputs
   are closed and its streams flushed.
 
 Only the command-line mains call these; the library never does.
