@@ -45,6 +45,17 @@ def test_every_sharing_of_the_table_is_a_declared_sharing():
     )
 
 
+def tiny_backbone(**options):
+    return TupeBackbone(
+        vocabulary_size=10,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=8,
+        **options,
+    )
+
+
 def out_of_range_value(valid):
     """A value just outside `valid` (below its low end, else above)."""
     if valid.low is not None:
@@ -60,14 +71,7 @@ def out_of_range_value(valid):
 def test_a_numeric_option_outside_its_range_is_refused(option):
     value = option.value_type(out_of_range_value(option.valid))
     with pytest.raises(ValueError, match=f"`{option.name}` must be"):
-        TupeBackbone(
-            vocabulary_size=10,
-            num_layers=1,
-            num_heads=2,
-            hidden_dim=8,
-            intermediate_dim=8,
-            **{option.name: value},
-        )
+        tiny_backbone(**{option.name: value})
 
 
 @pytest.mark.parametrize(
@@ -77,14 +81,7 @@ def test_a_numeric_option_outside_its_range_is_refused(option):
 )
 def test_a_string_option_outside_its_choices_is_refused(option):
     with pytest.raises(ValueError, match=f"`{option.name}` must be one of"):
-        TupeBackbone(
-            vocabulary_size=10,
-            num_layers=1,
-            num_heads=2,
-            hidden_dim=8,
-            intermediate_dim=8,
-            **{option.name: "tupe"},
-        )
+        tiny_backbone(**{option.name: "tupe"})
 
 
 def test_every_numeric_option_declares_its_range():
