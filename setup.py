@@ -12,7 +12,7 @@ VERSION = re.search(
 ).group(1)
 
 FIGURES = ["matplotlib>=3.8,<4"]
-TFDS = ["tensorflow-datasets==4.9.10"]
+TFDS = ["tensorflow-datasets>=4.9.10,<5"]
 
 setup(
     name="tupe-tf",
@@ -28,16 +28,18 @@ setup(
     packages=find_packages(
         include=["tupe_tf", "tupe_tf.*", "data_pipeline", "data_pipeline.*"]
     ),
-    # Pinned to the mutually compatible set this package is tested with.
+    # Compatible ranges; constraints.txt pins the exact set CI tests.
+    # TF-Text's binary matches one TensorFlow minor release, and the
+    # package builds on keras-hub's BERT internals: one minor of each.
     install_requires=[
-        "tensorflow==2.21.0",
-        "tensorflow-text==2.21.1",
-        "keras==3.15.1",
-        "keras-hub==0.32.0",
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.15,<4",
+        "keras-hub>=0.32,<0.33",
         "absl-py>=2.1,<3",
-        "tensorboard==2.21.0",
+        "tensorboard>=2.21,<3",
         "numpy>=1.26,<2.5",
-        "gensim==4.4.0",
+        "gensim>=4.3,<5",
         # The fast WordPiece learner (also keras-hub requirements).
         "tokenizers>=0.22,<0.24",
         "regex>=2024.4",
@@ -52,16 +54,16 @@ setup(
             *TFDS,
             "pytest>=8,<10",
             # Two test processes, one per core of the 2-core machine.
-            "pytest-xdist==3.8.0",
-            "tensorflow-hub==0.16.1",
+            "pytest-xdist>=3.6,<4",
+            "tensorflow-hub>=0.16,<0.17",
             # tensorflow-hub imports pkg_resources, which setuptools 81
             # removed.
             "setuptools>=65,<81",
-            "tf-keras==2.21.0",
+            "tf-keras>=2.21,<2.22",
             "scipy>=1.11",
             # Imported by keras-hub's TestCase, the base of tests/test_case.py.
             "grain>=0.2,<0.3",
-            "ruff==0.17.6",
+            "ruff>=0.17,<0.18",
         ],
         # The model core on JAX (KERAS_BACKEND=jax); PyTorch is not an
         # extra: PyPI's plain `torch` is a CUDA build of several GB, the
