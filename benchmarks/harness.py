@@ -9,7 +9,8 @@ per-round ratio to a reference case (both measured in the same round);
 `print_table` prints them as one markdown table.
 
 Cases that run in this process time their steps with `time_steps`; cases
-whose work runs in a worker process return the worker's own `Timing`.
+whose work runs in a worker process return the worker's own `Timing`, and
+cases that run a fresh child process per unit time it with `time_process`.
 TensorFlow is not imported here: the JAX benchmarks run without it.
 
 Example:
@@ -27,6 +28,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import time
 
 from absl import flags
@@ -89,19 +91,66 @@ def time_steps(step, steps, finish=None):
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class ChildRun:
+    """One child process: its `Timing`, peak RSS in MB and its stdout."""
+
+    timing: Timing
+    peak_rss_mb: float
+    stdout: str
+
+    def last_json(self):
+        """The JSON object printed last (tupe-tf's scripts end with one)."""
+        start = self.stdout.rfind("\n{") + 1
+        return json.loads(self.stdout[start:])
+
+
+def time_process(command, log_path, env=None):
+    """Runs `command` in a fresh child process, its stderr to `log_path`.
+
+    Returns a `ChildRun`: wall time from start to exit; CPU time and peak
+    RSS from `os.wait4`, so they include the descendants the child waited
+    for (CPU summed, RSS the largest single process).
+    """
+    start = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=log, env=env, text=True
+        )
+        stdout = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        with open(log_path, errors="replace") as f:
+            tail = f.read()[-3000:]
+        raise RuntimeError(f"{' '.join(command)} failed:\n{tail}")
+    return ChildRun(
+        Timing(wall, usage.ru_utime + usage.ru_stime),
+        usage.ru_maxrss / 1024,
+        stdout,
+    )
+
+
 def run_rounds(cases, rounds):
     """`{name: [Timing of each round]}`; `cases` maps names to timed units.
 
     Each round runs every case once, in an order shuffled with the round's
     index as seed (reproducible, and no case always first after a pause).
+    `rounds` is a count, or `{name: count}` for cases that run in the first
+    `count` rounds only (a slow case in fewer rounds than the others).
     """
+    if not isinstance(rounds, dict):
+        rounds = dict.fromkeys(cases, rounds)
     samples = {name: [] for name in cases}
-    for round_index in range(rounds):
-        order = list(cases)
+    total = max(rounds.values(), default=0)
+    for round_index in range(total):
+        order = [name for name in cases if rounds[name] > round_index]
         random.Random(round_index).shuffle(order)
         for name in order:
             samples[name].append(cases[name]())
-        print(f"round {round_index + 1}/{rounds} done", flush=True)
+        print(f"round {round_index + 1}/{total} done", flush=True)
     return samples
 
 

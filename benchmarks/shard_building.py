@@ -332,14 +332,14 @@ def main():
 
 def scale_point(args, vocab_file):
     """Single-process vs Beam (2 local workers) on a generated corpus."""
-    from benchmarks import vocab_learning  # pylint: disable=g-import-not-at-top
+    from benchmarks import synthetic_corpus  # pylint: disable=g-import-not-at-top
 
     size_mb = int(args.scale_gb * 1024)
     path = os.path.join(args.work_dir, f"synthetic_{size_mb}mb.txt")
     print(
         f"Generating {size_mb} MB of perturbed Wikipedia text ...", flush=True
     )
-    meta = vocab_learning.generate_corpus(path, size_mb)
+    meta = synthetic_corpus.generate_corpus(path, size_mb)
     corpus_mb = os.path.getsize(path) / 1e6
     common = [
         os.path.join(ROOT, "scripts", "build_shards.py"),
