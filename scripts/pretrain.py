@@ -7,7 +7,7 @@ minutes, evaluates it and saves a keras-hub preset:
   python scripts/pretrain.py
 
 Rerunning the same command resumes from the last checkpoint in --model_dir.
-See docs/training.md for every flag, multi-worker and TPU runs.
+Every flag: --helpfull; multi-worker and TPU runs: docs/training.md.
 """
 
 import json
