@@ -24,6 +24,7 @@ import tensorflow as tf
 from tupe_tf.training import distribution
 from tupe_tf.training import pretrain_data
 from tupe_tf.training import pretrain_model
+from tupe_tf.training import run_lock
 from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
 from tupe_tf.training.callbacks import TrainingLogger
@@ -127,11 +128,11 @@ class PretrainingRun:
         return self.config.runtime.strategy == "multi_worker_mirrored"
 
 
-def prepare_run(config):
-    """Steps "strategy", "data" and "validate": a checked `PretrainingRun`.
+def start_run(config):
+    """Step "strategy": the strategy, once the flags alone are checked.
 
     Raises:
-        UserError: naming the bad flag or file; nothing trained.
+        UserError: naming the bad flag; nothing built or written.
     """
     runtime = config.runtime
     # The strategy comes first: logical CPU devices must be configured
@@ -143,6 +144,28 @@ def prepare_run(config):
     )
     # Everything the flags alone decide is refused before data are built.
     validate_settings(config, strategy)
+    return strategy
+
+
+def hold_model_dir(config, strategy):
+    """The lock of `--model_dir` (`run_lock.hold`) for this worker: the
+    chief's `run.lock`, each other worker's own `.worker<i>_run.lock`
+    (every worker writes there: the others their scratch checkpoints)."""
+    lock = distribution.worker_dir(
+        os.path.join(config.model_dir, run_lock.LOCK_NAME), strategy
+    )
+    return run_lock.hold(config.model_dir, os.path.basename(lock))
+
+
+def prepare_run(config, strategy=None):
+    """Steps "data" and "validate" (and "strategy" unless `strategy` is
+    given): a checked `PretrainingRun`.
+
+    Raises:
+        UserError: naming the bad flag or file; nothing trained.
+    """
+    if strategy is None:
+        strategy = start_run(config)
     config = pretrain_data.resolve_default_data(config)
     pretrain_data.check_data(config)
     config = pretrain_model.resolve_learning_rate(config)
@@ -308,9 +331,10 @@ def publish(run, model, manager, start_step, outcome, eval_results):
 def run_pretraining(config: PretrainConfig):
     """Pre-trains (or resumes pre-training of) a TUPE masked LM.
 
-    The named steps: `prepare_run` (strategy, default data from the
-    embedded Wikipedia sample when no `train_files` are given, validation of
-    every input), `pretrain_model.build_and_restore` (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
+    The named steps: `start_run` (strategy, the flags checked), the lock
+    of `model_dir` (`run_lock`: a second run into it is refused),
+    `prepare_run` (default data from the embedded Wikipedia sample when no
+    `train_files` are given, validation of every input), `pretrain_model.build_and_restore` (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
     optimizer state, step; the data stream skips the batches already seen),
     `train` (to `num_train_steps`, checkpointing every `save_every` steps),
     `evaluate` (on `eval_files`) and `publish` (a float32 preset in
@@ -327,6 +351,8 @@ def run_pretraining(config: PretrainConfig):
             TensorFlow (checkpoints and strategies are TensorFlow's; on JAX
             or PyTorch, `fit` the masked LM on the reader: docs/training.md),
             before training starts.
+        run_lock.DirectoryInUseError: (a `UserError`) another live run
+            holds `model_dir`.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -337,7 +363,13 @@ def run_pretraining(config: PretrainConfig):
     >>> result.results["eval"]["loss"]
     """
     require_tensorflow("Pre-training with run_pretraining")
-    run = prepare_run(config)
+    strategy = start_run(config)
+    with hold_model_dir(config, strategy):
+        return _pretrain(prepare_run(config, strategy))
+
+
+def _pretrain(run):
+    """`run_pretraining` once its `--model_dir` is held."""
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
     try:
