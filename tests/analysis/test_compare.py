@@ -67,43 +67,48 @@ def tiny_data(tmp_path_factory):
     }
 
 
-def _config(tmp_path, data, **overrides):
-    settings = dict(
+def _config(tmp_path, data, **changes):
+    """The micro study; `changes` as `CompareConfig.replace` takes them."""
+    config = compare.CompareConfig().replace(
         results_dir=str(tmp_path / "results"),
         figures_dir=str(tmp_path / "figures"),
         output_dir=str(tmp_path / "runs"),
         variants=["bert", "tupe-r"],
         seeds=[0, 1],
         other_seeds=[0],
-        seq_length=SEQ,
         extrapolation_factors=[2],
         beyond_table_factors=[4],
-        global_batch_size=8,
-        num_train_steps=4,
-        # XLA's compile time outweighs 4 steps; the first test keeps the
-        # study's default (XLA) to cover it.
-        jit_compile=False,
         eval_interval=2,
-        eval_steps=2,
-        glue_dir=data["glue"],
         glue_tasks=["sst2"],
-        glue_seeds=[0],
-        glue_epochs=1,
-        glue_seq_length=16,
-        train_files=data["train"],
         eval_files=data["eval"],
-        vocab_file=data["vocab"],
-        model_dims=dict(
-            num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64
+        pretrain=dict(
+            seq_length=SEQ,
+            global_batch_size=8,
+            num_train_steps=4,
+            eval_steps=2,
+            train_files=data["train"],
+            vocab_file=data["vocab"],
+            model=dict(
+                num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64
+            ),
+            # XLA's compile time outweighs 4 steps; the first test keeps the
+            # study's default (XLA) to cover it.
+            runtime=dict(jit_compile=False),
+        ),
+        finetune=dict(
+            glue_dir=data["glue"], seeds=[0], num_epochs=1, seq_length=16
         ),
     )
-    settings.update(overrides)
-    return compare.CompareConfig(**settings)
+    return config.replace(**changes)
+
+
+XLA = dict(pretrain=dict(runtime=dict(jit_compile=True)))
+NO_GLUE = dict(finetune=dict(glue_dir=None))
 
 
 @pytest.mark.large
 def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
-    config = _config(tmp_path, tiny_data, jit_compile=True)
+    config = _config(tmp_path, tiny_data, **XLA)
     # Stop part-way, as an interrupted study would: the control's
     # fine-tuning and bert's seed-0 pre-training are done.
     compare.run_comparison(config, max_runs=2)
@@ -164,8 +169,8 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
         tiny_data,
         variants=["tupe-r"],
         seeds=[0, 1, 2],
-        glue_dir=None,
-        jit_compile=True,
+        pretrain=XLA["pretrain"],
+        finetune=NO_GLUE["finetune"],
     )
     extended_out = compare.run_comparison(extended)
     assert extended_out["pending"] == []
@@ -186,8 +191,8 @@ def test_plan_runs_the_core_variants_first_each_fine_tuned_at_once(
         tiny_data,
         variants=["bert", "tupe-a", "tupe-r"],
         seeds=[0, 1, 2],
-        glue_seeds=[0, 1],
         glue_variants=["bert", "tupe-r"],
+        finetune=dict(seeds=[0, 1]),
     )
     keys = [run.key for run in compare.plan_runs(config)]
     control = "finetune/no-pretraining__pseed0__sst2__lr0.001__ep1__seed"
@@ -219,7 +224,6 @@ def test_listed_pretraining_seeds_are_fine_tuned_after_their_pretraining(
         variants=["bert", "rope"],
         seeds=[0, 1, 2],
         other_seeds=[0, 1],
-        glue_seeds=[0],
         glue_variants=["bert", "rope"],
         glue_pretrain_seeds=[0, 2],
     )
@@ -280,7 +284,7 @@ def test_length_free_options_are_evaluated_past_the_tables(tmp_path, tiny_data):
     import shutil
 
     config = _config(
-        tmp_path, tiny_data, variants=["rope", "bert"], seeds=[0], glue_dir=None
+        tmp_path, tiny_data, variants=["rope", "bert"], seeds=[0], **NO_GLUE
     )
     compare.run_comparison(config)
     results = tmp_path / "results" / config.name / "pretrain"
@@ -331,7 +335,11 @@ def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
     other = tmp_path / "other_vocab.txt"
     other.write_text(open(tiny_data["vocab"]).read() + "zzzextra\n")
     changed = _config(
-        tmp_path, tiny_data, variants=["bert"], seeds=[0], vocab_file=str(other)
+        tmp_path,
+        tiny_data,
+        variants=["bert"],
+        seeds=[0],
+        pretrain=dict(vocab_file=str(other)),
     )
     with pytest.raises(UserError, match="data changed"):
         compare.run_comparison(changed)
@@ -355,14 +363,16 @@ def test_changed_settings_are_refused(tmp_path, tiny_data):
     study_records.check_study_settings(_config(tmp_path, tiny_data))
     with pytest.raises(UserError, match="learning_rate"):
         study_records.check_study_settings(
-            _config(tmp_path, tiny_data, learning_rate=3e-3)
+            _config(
+                tmp_path,
+                tiny_data,
+                pretrain=dict(optimizer=dict(learning_rate=3e-3)),
+            )
         )
     # Fine-tuning results of another recipe would silently drop out of the
     # GLUE table: refused too.
     with pytest.raises(UserError, match="glue_recipe"):
-        study_records.check_study_settings(
-            _config(tmp_path, tiny_data, jit_compile=True)
-        )
+        study_records.check_study_settings(_config(tmp_path, tiny_data, **XLA))
 
 
 def test_bad_compare_config_is_refused(tmp_path):
@@ -371,7 +381,9 @@ def test_bad_compare_config_is_refused(tmp_path):
     with pytest.raises(UserError, match="--glue_variants"):
         compare.CompareConfig(glue_variants=["tupe-x"]).validate()
     with pytest.raises(UserError, match="--glue_dir"):
-        compare.CompareConfig(glue_dir=str(tmp_path / "missing")).validate()
+        compare.CompareConfig().replace(
+            finetune=dict(glue_dir=str(tmp_path / "missing"))
+        ).validate()
     with pytest.raises(UserError, match="--extrapolation_factors"):
         compare.CompareConfig(extrapolation_factors=[1]).validate()
     with pytest.raises(UserError, match="--beyond_table_factors"):
@@ -379,8 +391,10 @@ def test_bad_compare_config_is_refused(tmp_path):
 
 
 def test_misspelt_setting_is_refused_with_the_closest_name():
-    with pytest.raises(TypeError, match="did you mean `glue_seeds`"):
-        compare.CompareConfig(glue_seed=[0])
+    with pytest.raises(TypeError, match="did you mean `glue_variants`"):
+        compare.CompareConfig(glue_variant=["bert"])
+    with pytest.raises(TypeError, match="did you mean `seeds`"):
+        compare.CompareConfig().replace(finetune=dict(seed=[0]))
 
 
 def test_stats_say_no_difference_when_intervals_overlap():
@@ -405,10 +419,8 @@ def test_stats_say_no_difference_when_intervals_overlap():
 
 
 def test_glue_selection_takes_the_best_median_rate_and_shows_each():
-    config = compare.CompareConfig(
-        glue_tasks=["sst2"],
-        glue_seeds=[0, 1, 2],
-        glue_learning_rates=[3e-4, 1e-3],
+    config = compare.CompareConfig(glue_tasks=["sst2"]).replace(
+        finetune=dict(seeds=[0, 1, 2], learning_rates=[3e-4, 1e-3])
     )
 
     def runs(variant, learning_rate, scores, pretrain_seed=0):
@@ -446,7 +458,7 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         in table
     )
     # With one configured rate the per-rate column is left out.
-    config.glue_learning_rates = [1e-3]
+    config.finetune.learning_rates = [1e-3]
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table
     config.glue_pretrain_seeds = [0, 1]

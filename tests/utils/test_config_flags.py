@@ -292,3 +292,36 @@ def test_a_list_flag_equal_to_its_tuple_default_is_not_refused():
     settings.refuse_ignored(
         Masking(fields=["text"]), ("fields",), False, "with --static"
     )
+
+
+@dataclasses.dataclass
+class Study(settings.Settings):
+    """Nests `Ranged`, Model Garden style: other defaults, picked flags."""
+
+    label: str = setting("study", help="A label.")
+    run: Ranged = settings.nested(
+        lambda: Ranged(steps=5), flags={"steps": "run_steps", "rate": "rate"}
+    )
+
+
+def test_a_nested_config_picks_renames_and_overrides_its_flags():
+    values = flags.FlagValues()
+    config_flags.define_flags(Study, values)
+    assert "run_steps" in values and "steps" not in values
+    assert values["run_steps"].default == 5  # the outer config's default
+    values(["prog", "--run_steps=0"])
+    config = config_flags.config_from_flags(Study, values)
+    assert config.run == Ranged(steps=0)
+    # The refusal names the flag as the outer script defines it.
+    with pytest.raises(UserError, match=r"^--run_steps=0 is out of range"):
+        config.validate()
+    assert Study().replace(run=dict(rate=0.25)).run == Ranged(
+        steps=5, rate=0.25
+    )
+    with pytest.raises(TypeError, match="no flag"):
+        config_flags.flag_specs(
+            dataclasses.make_dataclass(
+                "Bad",
+                [("run", Ranged, settings.nested(Ranged, flags=("speed",)))],
+            )
+        )

@@ -23,7 +23,7 @@ The study is split by step; this module is its public entry:
 
 Example:
 
->>> config = CompareConfig(seeds=(0,), other_seeds=(0,), glue_seeds=(0,))
+>>> config = CompareConfig(seeds=(0,), other_seeds=(0,))
 >>> [run.key for run in plan_runs(config)][:2]
 ['pretrain/bert__seed0', 'pretrain/tupe-r__seed0']
 """

@@ -59,7 +59,7 @@ def scalings(variant):
 def longer_lengths(config):
     """Every evaluation length past the training length."""
     lengths = config.eval_lengths + config.beyond_table_lengths
-    return [n for n in lengths if n > config.seq_length]
+    return [n for n in lengths if n > config.pretrain.seq_length]
 
 
 def missing(config, record):
@@ -94,10 +94,10 @@ def _scaling_arguments(config, scaling, length):
     """The rope backbone arguments of `scaling` at `length`."""
     arguments = {
         "rope_scaling": scaling,
-        "rope_scaling_factor": length / config.seq_length,
+        "rope_scaling_factor": length / config.pretrain.seq_length,
     }
     if scaling == "yarn":
-        arguments["rope_trained_length"] = config.seq_length
+        arguments["rope_trained_length"] = config.pretrain.seq_length
     return arguments
 
 

@@ -18,8 +18,13 @@ import os
 from typing import Optional
 from typing import Sequence
 
+from tupe_tf.training.config import MODEL_SIZES
 from tupe_tf.training.config import SMALL_FINETUNE_RECIPE
 from tupe_tf.training.config import SMALL_PRETRAIN_LEARNING_RATE
+from tupe_tf.training.config import GlueConfig
+from tupe_tf.training.config import OptimizerConfig
+from tupe_tf.training.config import PretrainConfig
+from tupe_tf.training.config import RuntimeConfig
 from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -27,6 +32,7 @@ from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
 from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import nested
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
 
@@ -55,11 +61,47 @@ def study_variants():
 VARIANTS = study_variants()
 
 
+def study_pretraining():
+    """The pre-training every run of the study shares, with the study's
+    defaults; each run sets its model directory, seed, data, variant and
+    evaluation interval. Fewer steps (or a smaller batch) leave a variant
+    on the unigram plateau on the study's data (docs/results.md)."""
+    return PretrainConfig(
+        work_dir="runs/study_data",
+        seq_length=64,
+        keep_checkpoints=1,
+        verbose=0,
+        optimizer=OptimizerConfig(
+            learning_rate=SMALL_PRETRAIN_LEARNING_RATE, warmup_ratio=0.05
+        ),
+        runtime=RuntimeConfig(jit_compile=True),
+    )
+
+
+def study_finetuning():
+    """The fine-tuning every GLUE run of the study shares, with the study's
+    defaults; each run sets its task, preset, learning rate and seed, and
+    runs on the pre-training's runtime."""
+    return GlueConfig(
+        learning_rates=SMALL_FINETUNE_RECIPE["learning_rates"],
+        seeds=(0, 1, 2),
+        num_epochs=SMALL_FINETUNE_RECIPE["num_epochs"],
+        seq_length=64,
+        verbose=0,
+    )
+
+
 @refuses_unknown_fields
 @dataclasses.dataclass
 class CompareConfig(Settings):
     """What the study runs; every field with a help text is a flag of
     `scripts/compare.py`.
+
+    The study nests the pre-training (`pretrain`) and fine-tuning
+    (`finetune`) configurations that every run starts from, and offers
+    some of their settings as its flags; `--jit_compile` applies to both.
+    Each fine-tuning learning rate of `--glue_learning_rates` is its own
+    run; the one with the best median dev metric is reported.
 
     Everything a run writes goes under `output_dir` unless `results_dir`
     or `figures_dir` name another place (the project's own study names
@@ -67,7 +109,7 @@ class CompareConfig(Settings):
 
     Example:
 
-    >>> CompareConfig(num_train_steps=500).name
+    >>> CompareConfig().replace(pretrain=dict(num_train_steps=500)).name
     'tiny_len64_steps500'
     """
 
@@ -87,9 +129,6 @@ class CompareConfig(Settings):
         help="Figures go to <figures_dir>/<study name>/ (unset: "
         "<output_dir>/figures).",
     )
-    work_dir: str = setting(
-        "runs/study_data", help="Vocabulary and shards of the study's split."
-    )
     variants: Sequence[str] = setting(
         tuple(VARIANTS),
         help=f"Variants, from {list(VARIANTS)}.",
@@ -108,15 +147,6 @@ class CompareConfig(Settings):
         element_type=int,
         valid=at_least(0),
     )
-    model_size: str = setting(
-        "tiny", help="A key of tupe_tf.training.MODEL_SIZES."
-    )
-    model_dims: Optional[dict] = setting(
-        None, help="Explicit dims overriding model_size (tests).", flag=False
-    )
-    seq_length: int = setting(
-        64, help="Pre-training sequence length.", valid=at_least(3)
-    )
     extrapolation_factors: Sequence[int] = setting(
         (2, 4),
         help="Held-out lengths as multiples of --seq_length; the longest "
@@ -133,31 +163,10 @@ class CompareConfig(Settings):
         element_type=int,
         valid=at_least(2),
     )
-    global_batch_size: int = setting(
-        32, help="Pre-training batch.", valid=at_least(1)
-    )
-    # Fewer steps (or a smaller batch) leave a variant on the unigram
-    # plateau on the study's data (docs/results.md).
-    num_train_steps: int = setting(
-        2000, help="Pre-training steps per run.", valid=at_least(1)
-    )
-    learning_rate: float = setting(
-        SMALL_PRETRAIN_LEARNING_RATE,
-        help="Pre-training peak rate.",
-        valid=greater_than(0),
-    )
-    warmup_ratio: float = setting(
-        0.05,
-        help="Pre-training warm-up fraction.",
-        valid=between(0, 1, high_open=True),
-    )
     eval_interval: int = setting(
         100,
         help="Steps between validation-loss points of the curve.",
         valid=at_least(1),
-    )
-    eval_steps: int = setting(
-        20, help="Validation batches per point.", valid=at_least(1)
     )
     plateau_loss: float = setting(
         5.7,
@@ -165,24 +174,10 @@ class CompareConfig(Settings):
         "point study_stats.PLATEAU_MARGIN below it (report only).",
         valid=greater_than(0),
     )
-    glue_dir: Optional[str] = setting(
-        None, help="GLUE TSV directory (CoLA/, SST-2/); unset: no fine-tuning."
-    )
     glue_tasks: Sequence[str] = setting(
-        ("cola", "sst2"), help="GLUE tasks.", element_type=str
-    )
-    glue_learning_rates: Sequence[float] = setting(
-        SMALL_FINETUNE_RECIPE["learning_rates"],
-        help="Fine-tuning learning rates tried per (variant, task); the one "
-        "with the best median dev metric is reported.",
-        element_type=float,
-        valid=greater_than(0),
-    )
-    glue_seeds: Sequence[int] = setting(
-        (0, 1, 2),
-        help="Fine-tuning seeds.",
-        element_type=int,
-        valid=at_least(0),
+        ("cola", "sst2"),
+        help="GLUE tasks (fine-tuned when --glue_dir is set).",
+        element_type=str,
     )
     glue_pretrain_seeds: Optional[Sequence[int]] = setting(
         None,
@@ -200,27 +195,6 @@ class CompareConfig(Settings):
         "fine-tuning runs.",
         element_type=str,
     )
-    jit_compile: bool = setting(
-        True,
-        help="XLA-compile the pre-training and fine-tuning steps (faster "
-        "steps; docs/benchmarks.md measures them).",
-    )
-    glue_epochs: int = setting(
-        SMALL_FINETUNE_RECIPE["num_epochs"],
-        help="Fine-tuning epochs.",
-        valid=at_least(1),
-    )
-    glue_seq_length: int = setting(
-        64, help="Fine-tuning sequence length.", valid=at_least(3)
-    )
-    glue_batch_size: int = setting(
-        32, help="Fine-tuning batch.", valid=at_least(1)
-    )
-    glue_max_train_examples: Optional[int] = setting(
-        None,
-        help="Cap on fine-tuning training examples (unset: all).",
-        valid=at_least(1),
-    )
     heldout_fraction: float = setting(
         0.08,
         help="Fraction of the corpus held out, by document.",
@@ -236,20 +210,44 @@ class CompareConfig(Settings):
         help="Stop after this many new runs (unset: all).",
         valid=at_least(1),
     )
-    train_files: Sequence[str] = setting(
-        (), help="Shards to use instead (tests).", flag=False
-    )
     eval_files: Optional[dict] = setting(
         None, help="{length: files} to use instead (tests).", flag=False
     )
-    vocab_file: Optional[str] = setting(
-        None, help="Vocabulary to use instead (tests).", flag=False
+    pretrain: PretrainConfig = nested(
+        study_pretraining,
+        flags=(
+            "work_dir",
+            "model_size",
+            "seq_length",
+            "global_batch_size",
+            "num_train_steps",
+            "learning_rate",
+            "warmup_ratio",
+            "eval_steps",
+            "jit_compile",
+        ),
+    )
+    finetune: GlueConfig = nested(
+        study_finetuning,
+        flags={
+            "glue_dir": "glue_dir",
+            "learning_rates": "glue_learning_rates",
+            "seeds": "glue_seeds",
+            "num_epochs": "glue_epochs",
+            "seq_length": "glue_seq_length",
+            "batch_size": "glue_batch_size",
+            "max_train_examples": "glue_max_train_examples",
+        },
     )
 
     @property
     def name(self):
         """Directory name of the study: the settings a run depends on."""
-        return f"{self.model_size}_len{self.seq_length}_steps{self.num_train_steps}"
+        pretrain = self.pretrain
+        return (
+            f"{pretrain.model.model_size}_len{pretrain.seq_length}_steps"
+            f"{pretrain.num_train_steps}"
+        )
 
     @property
     def study_results_dir(self):
@@ -293,28 +291,34 @@ class CompareConfig(Settings):
     @property
     def eval_lengths(self):
         """The held-out lengths every model is built for and evaluated at."""
-        return [self.seq_length] + [
-            self.seq_length * f for f in self.extrapolation_factors
-        ]
+        length = self.pretrain.seq_length
+        return [length] + [length * f for f in self.extrapolation_factors]
 
     @property
     def beyond_table_lengths(self):
         """Held-out lengths past `eval_lengths`, for length-free options."""
-        return [self.seq_length * f for f in self.beyond_table_factors]
+        return [self.pretrain.seq_length * f for f in self.beyond_table_factors]
 
     def study_settings(self):
         """Settings every run of the study must share (see `study.json`)."""
+        pretrain = self.pretrain
+        model = pretrain.model
+        dims = {
+            dim: getattr(model, dim)
+            for dim in MODEL_SIZES[model.model_size]
+            if getattr(model, dim) is not None
+        }
         return {
-            "model_size": self.model_size,
-            "model_dims": self.model_dims,
-            "seq_length": self.seq_length,
+            "model_size": model.model_size,
+            "model_dims": dims or None,
+            "seq_length": pretrain.seq_length,
             "eval_lengths": self.eval_lengths,
-            "global_batch_size": self.global_batch_size,
-            "num_train_steps": self.num_train_steps,
-            "learning_rate": self.learning_rate,
-            "warmup_ratio": self.warmup_ratio,
+            "global_batch_size": pretrain.global_batch_size,
+            "num_train_steps": pretrain.num_train_steps,
+            "learning_rate": pretrain.optimizer.learning_rate,
+            "warmup_ratio": pretrain.optimizer.warmup_ratio,
             "eval_interval": self.eval_interval,
-            "eval_steps": self.eval_steps,
+            "eval_steps": pretrain.eval_steps,
             "heldout_fraction": self.heldout_fraction,
             # Epochs are part of a fine-tuning run's name; the rest of the
             # recipe must be the same for every fine-tuning run.
@@ -325,12 +329,13 @@ class CompareConfig(Settings):
 
     def glue_recipe(self):
         """The fine-tuning settings a fine-tuning result depends on."""
+        finetune = self.finetune
         return {
-            "epochs": self.glue_epochs,
-            "seq_length": self.glue_seq_length,
-            "batch_size": self.glue_batch_size,
-            "max_train_examples": self.glue_max_train_examples,
-            "jit_compile": self.jit_compile,
+            "epochs": finetune.num_epochs,
+            "seq_length": finetune.seq_length,
+            "batch_size": finetune.batch_size,
+            "max_train_examples": finetune.max_train_examples,
+            "jit_compile": self.pretrain.runtime.jit_compile,
         }
 
     def check_rules(self):
@@ -355,10 +360,11 @@ class CompareConfig(Settings):
                 f"--glue_pretrain_seeds {stray or '(empty)'}: every seed must "
                 f"be one of --seeds or --other_seeds ({sorted(pretrained)})."
             )
-        if not 1 <= self.eval_interval <= self.num_train_steps:
+        steps = self.pretrain.num_train_steps
+        if self.eval_interval > steps:
             raise UserError(
                 "--eval_interval must be between 1 and --num_train_steps "
-                f"(got {self.eval_interval} and {self.num_train_steps})."
+                f"(got {self.eval_interval} and {steps})."
             )
         longest = max(self.extrapolation_factors, default=1)
         if any(f <= longest for f in self.beyond_table_factors):
@@ -373,7 +379,8 @@ class CompareConfig(Settings):
             not self.from_results,
             "while the study runs (without --from_results)",
         )
-        if self.glue_dir is not None and not os.path.isdir(self.glue_dir):
-            raise UserError(f"--glue_dir {self.glue_dir!r} is not a directory.")
-        if self.glue_dir is not None and not self.glue_learning_rates:
+        glue_dir = self.finetune.glue_dir
+        if glue_dir is not None and not os.path.isdir(glue_dir):
+            raise UserError(f"--glue_dir {glue_dir!r} is not a directory.")
+        if glue_dir is not None and not self.finetune.learning_rates:
             raise UserError("--glue_learning_rates must not be empty.")

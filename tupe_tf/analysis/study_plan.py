@@ -3,7 +3,7 @@
 Example:
 
 >>> from tupe_tf.analysis.study_config import CompareConfig
->>> config = CompareConfig(seeds=(0,), other_seeds=(0,), glue_seeds=(0,))
+>>> config = CompareConfig(seeds=(0,), other_seeds=(0,))
 >>> [run.key for run in plan_runs(config)][:2]
 ['pretrain/bert__seed0', 'pretrain/tupe-r__seed0']
 """
@@ -60,7 +60,7 @@ def plan_runs(config):
     first = config.seeds[0]
 
     def finetunings(variant, pretrain_seed):
-        if config.glue_dir is None or (
+        if config.finetune.glue_dir is None or (
             variant != CONTROL
             and (
                 variant not in config.glue_variants
@@ -78,10 +78,10 @@ def plan_runs(config):
                 pretrain_seed,
                 epochs,
             )
-            for epochs in [config.glue_epochs]
-            for seed in config.glue_seeds
+            for epochs in [config.finetune.num_epochs]
+            for seed in config.finetune.seeds
             for task in config.glue_tasks
-            for lr in config.glue_learning_rates
+            for lr in config.finetune.learning_rates
         ]
 
     # The control has no pre-training: one set of runs, named as seed `first`.

@@ -81,7 +81,7 @@ def check_study_data(config, data):
         raise UserError(
             f"The study's data changed: {path} records the data its "
             f"runs were trained on ({str(saved.get('fingerprint'))[:12]}), "
-            f"the data under --work_dir={config.work_dir} is "
+            f"the data under --work_dir={config.pretrain.work_dir} is "
             f"{data.fingerprint[:12]} (another corpus, split or "
             "vocabulary learner). Runs on different data cannot be "
             "mixed: move the study's results aside to start it again."

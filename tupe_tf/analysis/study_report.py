@@ -93,7 +93,7 @@ def draw_figures(config, pretrain, finetune, order):
             study_figures.plot_extrapolation(
                 pretrain,
                 order,
-                config.seq_length,
+                config.pretrain.seq_length,
                 os.path.join(figure_dir, "extrapolation.png"),
             )
         )
@@ -128,7 +128,7 @@ def _variant_summary(config, runs, bert_final):
                 )
                 for c in curves
             ],
-            config.num_train_steps,
+            config.pretrain.num_train_steps,
         ),
         "plateau_exit": study_stats.step_spread(
             [
@@ -137,7 +137,7 @@ def _variant_summary(config, runs, bert_final):
                 )
                 for c in curves
             ],
-            config.num_train_steps,
+            config.pretrain.num_train_steps,
         ),
         "by_length": {
             length: study_stats.spread(
@@ -175,8 +175,8 @@ def _glue_runs(config, finetune, task, variant):
         if r["variant"] == variant
         and r["task"] == task
         and r["recipe"] == recipe
-        and r["learning_rate"] in config.glue_learning_rates
-        and r["seed"] in config.glue_seeds
+        and r["learning_rate"] in config.finetune.learning_rates
+        and r["seed"] in config.finetune.seeds
         and (
             variant == CONTROL
             or r["pretrain_seed"] in config.fine_tuned_pretrain_seeds
@@ -268,7 +268,7 @@ def _pretrain_table(config, summary):
 
 
 def _length_header(config, n):
-    if n == config.seq_length:
+    if n == config.pretrain.seq_length:
         return f"length {n} (trained)"
     if n in config.beyond_table_lengths:
         return f"length {n} (past the tables)"
@@ -287,7 +287,7 @@ def _scaled_rope_rows(config, pretrain):
                 for r in runs
             ]
             spread = study_stats.spread(losses)
-            trained = n == config.seq_length
+            trained = n == config.pretrain.seq_length
             cells.append(
                 "as rope" if trained else study_stats.format_spread(spread)
             )
@@ -305,12 +305,12 @@ def _length_table(config, summary, pretrain):
     ] + _scaled_rope_rows(config, pretrain)
     return (
         "Held-out MLM loss by sequence length (one full pass over the "
-        f"held-out documents; trained at {config.seq_length}). The models' "
+        f"held-out documents; trained at {config.pretrain.seq_length}). The models' "
         f"position tables end at {max(config.eval_lengths)}: past it only "
         "the options without a length-bound weight run (`-` for the "
         "others); `rope + <scaling>` is the rope models evaluated with "
         "that length scaling, factor = length / "
-        f"{config.seq_length}:\n\n" + markdown_table(header, rows)
+        f"{config.pretrain.seq_length}:\n\n" + markdown_table(header, rows)
     )
 
 
@@ -343,7 +343,7 @@ def _glue_cells(variant, row, control, pooled, swept):
 def _glue_table(config, task, rows):
     metric = next(iter(rows.values()))["metric"]
     pooled = len(config.fine_tuned_pretrain_seeds) > 1
-    swept = len(config.glue_learning_rates) > 1
+    swept = len(config.finetune.learning_rates) > 1
     header = ["variant", "learning rate", metric, "vs control"]
     if pooled:
         header.append("pre-training seeds (runs)")

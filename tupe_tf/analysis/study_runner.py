@@ -32,23 +32,23 @@ from tupe_tf.utils.errors import UserError
 def _data(config):
     from tupe_tf.analysis import study_data
 
-    if config.train_files:
+    pretrain = config.pretrain
+    if pretrain.train_files:
+        eval_files = {int(k): list(v) for k, v in config.eval_files.items()}
         return study_data.StudyData(
-            vocab_file=config.vocab_file,
-            train_files=list(config.train_files),
-            eval_files={int(k): list(v) for k, v in config.eval_files.items()},
+            vocab_file=pretrain.vocab_file,
+            train_files=list(pretrain.train_files),
+            eval_files=eval_files,
             unigram_loss=float("nan"),
             stats={},
             fingerprint=study_data.data_fingerprint(
-                config.vocab_file,
-                config.train_files,
-                {int(k): v for k, v in config.eval_files.items()},
+                pretrain.vocab_file, pretrain.train_files, eval_files
             ),
         )
-    fileio.check_writable_dir(config.work_dir, "--work_dir")
+    fileio.check_writable_dir(pretrain.work_dir, "--work_dir")
     return study_data.prepare_study_data(
-        config.work_dir,
-        config.seq_length,
+        pretrain.work_dir,
+        pretrain.seq_length,
         config.eval_lengths,
         heldout_fraction=config.heldout_fraction,
     )
@@ -59,7 +59,7 @@ def _beyond_table_data(config, data):
     from tupe_tf.analysis import study_data
 
     lengths = config.beyond_table_lengths
-    if config.train_files:
+    if config.pretrain.train_files:
         absent = [n for n in lengths if n not in data.eval_files]
         if absent:
             raise UserError(
@@ -69,7 +69,7 @@ def _beyond_table_data(config, data):
         files = {n: data.eval_files[n] for n in lengths}
     else:
         files = study_data.prepare_beyond_table_data(
-            config.work_dir, data.vocab_file, lengths
+            config.pretrain.work_dir, data.vocab_file, lengths
         )
     return study_beyond_table.BeyondTableData(
         vocab_file=data.vocab_file,
@@ -89,35 +89,21 @@ def _pretrain(config, run, data, steps=None, warmup_steps=None):
     model_dir = study_plan.model_dir(config, run.variant, run.seed)
     # An interrupted run starts over: its curve must be one run's history.
     shutil.rmtree(model_dir, ignore_errors=True)
-    steps = config.num_train_steps if steps is None else steps
+    pretrain = config.pretrain
+    steps = pretrain.num_train_steps if steps is None else steps
     interval = min(config.eval_interval, steps)
     result = training.run_pretraining(
-        training.PretrainConfig(
+        pretrain.replace(
             model_dir=model_dir,
             train_files=data.train_files,
-            eval_files=data.eval_files[config.seq_length],
+            eval_files=data.eval_files[pretrain.seq_length],
             vocab_file=data.vocab_file,
-            seq_length=config.seq_length,
-            global_batch_size=config.global_batch_size,
             num_train_steps=steps,
             save_every=interval,
             eval_every=interval,
-            eval_steps=config.eval_steps,
-            keep_checkpoints=1,
             seed=run.seed,
-            verbose=0,
-            model=training.ModelConfig(
-                model_size=config.model_size,
-                max_sequence_length=max(config.eval_lengths),
-                **(config.model_dims or {}),
-                **options,
-            ),
-            optimizer=training.OptimizerConfig(
-                learning_rate=config.learning_rate,
-                warmup_ratio=config.warmup_ratio,
-                warmup_steps=warmup_steps,
-            ),
-            runtime=training.RuntimeConfig(jit_compile=config.jit_compile),
+            model=dict(max_sequence_length=max(config.eval_lengths), **options),
+            optimizer=dict(warmup_steps=warmup_steps),
         )
     )
     return model_dir, result.results
@@ -142,9 +128,9 @@ def run_pretrain(config, run, data, beyond_table_data):
         "variant": run.variant,
         "options": VARIANTS[run.variant],
         "seed": run.seed,
-        "num_train_steps": config.num_train_steps,
-        "seq_length": config.seq_length,
-        "learning_rate": config.learning_rate,
+        "num_train_steps": config.pretrain.num_train_steps,
+        "seq_length": config.pretrain.seq_length,
+        "learning_rate": config.pretrain.optimizer.learning_rate,
         "curve": {"steps": steps, "val_loss": losses},
         "final_val_loss": losses[-1] if losses else None,
         "heldout_loss_by_length": extrapolation,
@@ -171,7 +157,6 @@ def _control_preset(config, data):
 
 def run_finetune(config, run, data):
     """Fine-tunes one (variant, task, learning rate, seed)."""
-    from tupe_tf import training
     from tupe_tf.training import finetune
 
     start = time.time()
@@ -185,19 +170,13 @@ def run_finetune(config, run, data):
                 f"seed {run.pretrain_seed} must run (or be re-run) first."
             )
     results = finetune.run_glue(
-        training.GlueConfig(
+        config.finetune.replace(
             task=run.task,
             preset=preset,
             output_dir=study_plan.finetune_output_dir(config, run),
-            glue_dir=config.glue_dir,
-            seq_length=config.glue_seq_length,
             learning_rates=[run.learning_rate],
             seeds=[run.seed],
-            batch_size=config.glue_batch_size,
-            num_epochs=config.glue_epochs,
-            max_train_examples=config.glue_max_train_examples,
-            verbose=0,
-            runtime=training.RuntimeConfig(jit_compile=config.jit_compile),
+            runtime=config.pretrain.runtime,
         )
     )
     primary = results["primary_metric"]
@@ -208,7 +187,7 @@ def run_finetune(config, run, data):
         "variant": run.variant,
         "pretrain_seed": run.pretrain_seed,
         "num_train_steps": (
-            0 if run.variant == CONTROL else config.num_train_steps
+            0 if run.variant == CONTROL else config.pretrain.num_train_steps
         ),
         "task": run.task,
         "learning_rate": run.learning_rate,
@@ -364,11 +343,12 @@ def draw_bias_map(config, run):
     backbone = TupeBackbone.from_preset(
         study_plan.preset_dir(config, run.variant, run.seed)
     )
-    if not np.any(backbone.positional_bias(config.seq_length)):
+    length = config.pretrain.seq_length
+    if not np.any(backbone.positional_bias(length)):
         return None  # positions only at the input: no bias to draw
     return figures.plot_positional_bias(
         backbone,
-        config.seq_length,
+        length,
         os.path.join(config.study_figures_dir, f"bias_{run.variant}.png"),
         name=run.variant,
     )

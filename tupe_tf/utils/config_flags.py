@@ -9,7 +9,8 @@ Types: `bool`, `int`, `float`, `str` (an enum when the field has choices),
 `Optional[...]` of them (default `None`), lists/tuples/sequences of them
 (`DEFINE_list` whose elements are parsed to the element type), and nested
 dataclasses, whose fields become flags of their own (flat names: nested
-names must not collide).
+names must not collide; a config nested with `settings.nested` picks and
+renames them).
 
 This module imports absl but neither TensorFlow nor Keras.
 
@@ -67,19 +68,43 @@ class FlagSpec:
     valid: typing.Optional[Range] = None
 
 
-def flag_specs(config_cls, _path=()):
+def flag_specs(config_cls):
     """The `FlagSpec` of every flag `config_cls` defines, nested included.
 
+    A nested config declared with `tupe_tf.utils.settings.nested` gives
+    only the flags it picks, under the names it gives them, with the
+    defaults of its default instance.
+
     Raises:
-        TypeError: a field without help, of an unsupported type, or two
-            fields with the same flag name.
+        TypeError: a field without help, of an unsupported type, a picked
+            flag the nested config lacks, or two flags with the same name.
     """
+    specs = _specs(config_cls, None, ())
+    names = [spec.name for spec in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise TypeError(
+            f"{config_cls.__name__}: flag name(s) {duplicates} defined twice."
+        )
+    return specs
+
+
+def _specs(config_cls, defaults, path):
+    """The flags of `config_cls` below `path`; `defaults` is the instance
+    whose values are their defaults (`None`: the class defaults)."""
     hints = typing.get_type_hints(config_cls)
     specs = []
     for field in dataclasses.fields(config_cls):
+        default = _default(field, defaults)
         annotation = unwrap_optional(hints[field.name])
         if dataclasses.is_dataclass(annotation):
-            specs.extend(flag_specs(annotation, _path + (field.name,)))
+            specs.extend(
+                _picked(
+                    _specs(annotation, default, path + (field.name,)),
+                    field.metadata.get("flags"),
+                    annotation,
+                )
+            )
             continue
         meta = field.metadata
         if meta.get("flag") is False:
@@ -90,7 +115,6 @@ def flag_specs(config_cls, _path=()):
                 "with tupe_tf.utils.settings.setting(default, help=...)."
             )
         annotation = meta.get("value_type") or annotation
-        default = field_default(field)
         element_type = None
         if meta.get("choices"):
             kind = "enum"
@@ -110,7 +134,7 @@ def flag_specs(config_cls, _path=()):
         specs.append(
             FlagSpec(
                 name=meta.get("flag") or field.name,
-                path=_path + (field.name,),
+                path=path + (field.name,),
                 kind=kind,
                 default=None if meta.get("required") else default,
                 help=_help_with_range(meta["help"], meta.get("valid")),
@@ -120,13 +144,28 @@ def flag_specs(config_cls, _path=()):
                 valid=meta.get("valid"),
             )
         )
-    names = [spec.name for spec in specs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise TypeError(
-            f"{config_cls.__name__}: flag name(s) {duplicates} defined twice."
-        )
     return specs
+
+
+def _default(field, defaults):
+    """A field's default: its value in `defaults`, else the class's."""
+    if defaults is None:
+        return field_default(field)
+    return getattr(defaults, field.name)
+
+
+def _picked(specs, names, config_cls):
+    """The specs `names` (`{name: outer name}`, or `None`: all) picks."""
+    if names is None:
+        return specs
+    by_name = {spec.name: spec for spec in specs}
+    unknown = sorted(set(names) - set(by_name))
+    if unknown:
+        raise TypeError(f"{config_cls.__name__} has no flag(s) {unknown}.")
+    return [
+        dataclasses.replace(by_name[name], name=outer)
+        for name, outer in names.items()
+    ]
 
 
 def _help_with_range(help_text, valid):
@@ -198,24 +237,30 @@ def config_from_flags(config_cls, flag_values=flags.FLAGS, **overrides):
     """Builds `config_cls` from parsed flags (fields without a flag keep
     their defaults); `overrides` replace top-level fields. The library
     entry point the script passes it to checks it (`Settings.validate`)."""
-    return _build(config_cls, flag_values, (), overrides)
+    values = {
+        spec.path: flag_values[spec.name].value
+        for spec in flag_specs(config_cls)
+    }
+    return _build(config_cls, None, (), values, overrides)
 
 
-def _build(config_cls, flag_values, path, overrides):
-    specs = {spec.path: spec for spec in flag_specs(config_cls)}
+def _build(config_cls, defaults, path, values, overrides):
     hints = typing.get_type_hints(config_cls)
     kwargs = {}
     for field in dataclasses.fields(config_cls):
+        key = path + (field.name,)
         if not path and field.name in overrides:
             kwargs[field.name] = overrides[field.name]
-            continue
-        annotation = unwrap_optional(hints[field.name])
-        if dataclasses.is_dataclass(annotation):
+        elif key in values:
+            kwargs[field.name] = values[key]
+        elif dataclasses.is_dataclass(unwrap_optional(hints[field.name])):
             kwargs[field.name] = _build(
-                annotation, flag_values, path + (field.name,), {}
+                unwrap_optional(hints[field.name]),
+                _default(field, defaults),
+                key,
+                values,
+                {},
             )
-            continue
-        spec = specs.get((field.name,))
-        if spec is not None:
-            kwargs[field.name] = flag_values[spec.name].value
+        elif field.init:
+            kwargs[field.name] = _default(field, defaults)
     return config_cls(**kwargs)

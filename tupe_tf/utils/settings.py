@@ -160,11 +160,32 @@ def field_default(field):
     return None
 
 
-def setting_name(field):
-    """How messages name a field: its flag (`--name`), or the bare field
-    name for a setting without a flag."""
+def nested(default_factory, *, flags):
+    """A field holding a configuration nested in another one, Model Garden
+    style: the outer config owns no copy of its settings, it overrides
+    their defaults and picks which of them its script offers as flags.
+
+    Args:
+        default_factory: builds the nested config with the outer config's
+            defaults.
+        flags: the nested config's flags the outer script defines: their
+            names, or a dict `{name: the outer flag name}` to rename them.
+    """
+    if not isinstance(flags, dict):
+        flags = {name: name for name in flags}
+    return dataclasses.field(
+        default_factory=default_factory, metadata={"flags": flags}
+    )
+
+
+def setting_name(field, flag_names=None):
+    """How messages name a field: its flag (`--name`, as `flag_names`
+    renames it), or the bare field name for a setting without a flag."""
     flag = field.metadata.get("flag")
-    return field.name if flag is False else f"--{flag or field.name}"
+    if flag is False:
+        return field.name
+    flag = flag or field.name
+    return f"--{(flag_names or {}).get(flag, flag)}"
 
 
 def flag_name(config, name):
@@ -205,6 +226,15 @@ class Settings:
         """Refuses combinations of this config's own settings (nested
         configs check their own); none by default."""
 
+    def replace(self, **changes):
+        """A copy with `changes`; the change of a nested config may be a
+        dict of its own changes (`pretrain=dict(seq_length=16)`)."""
+        for name, value in changes.items():
+            current = getattr(self, name, None)
+            if isinstance(current, Settings) and isinstance(value, dict):
+                changes[name] = current.replace(**value)
+        return dataclasses.replace(self, **changes)
+
 
 def _configs_in(config):
     """`config` and every `Settings` nested in it, outer ones first."""
@@ -215,10 +245,15 @@ def _configs_in(config):
             yield from _configs_in(value)
 
 
-def check_settings(config):
+def check_settings(config, flag_names=None):
     """Refuses a setting of `config` (nested configs included) outside its
     declared choices, or a numeric one that is not a number of its type or
     lies outside its declared range. `Settings.validate` calls it.
+
+    Args:
+        config: a configuration dataclass instance.
+        flag_names: `{flag: the name it has here}` for a nested config
+            whose outer config renames its flags (`nested`).
 
     Raises:
         UserError: `--name='value' is not one of [...]`, `--name=value is
@@ -230,16 +265,14 @@ def check_settings(config):
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
         if dataclasses.is_dataclass(value):
-            check_settings(value)
+            check_settings(value, field.metadata.get("flags") or flag_names)
             continue
         if value is None:
             continue
+        name = setting_name(field, flag_names)
         choices = field.metadata.get("choices")
         if choices is not None and value not in choices:
-            raise UserError(
-                f"{setting_name(field)}={value!r} is not one of "
-                f"{list(choices)}."
-            )
+            raise UserError(f"{name}={value!r} is not one of {list(choices)}.")
         valid = field.metadata.get("valid")
         if valid is None:
             continue
@@ -247,7 +280,7 @@ def check_settings(config):
         integral = int in (annotation, list_element_type(annotation))
         elements = value if isinstance(value, (list, tuple)) else [value]
         for element in elements:
-            _check_number(setting_name(field), element, valid, integral)
+            _check_number(name, element, valid, integral)
 
 
 def _check_number(name, value, valid, integral):
