@@ -99,7 +99,8 @@ def test_shard_corrupted_during_training_is_one_error_line(
     tmp_path, shard_copy, vocab_file
 ):
     model_dir = tmp_path / "model"
-    # A first run (in process: only its checkpoint matters) ends at ckpt-2.
+    # A first run (in process: only its checkpoint matters) ends at ckpt-2,
+    # with the data settings of the script's resume below.
     config = pretrain_config(
         model_dir,
         {"train": None, "eval": None},
@@ -108,6 +109,7 @@ def test_shard_corrupted_during_training_is_one_error_line(
         eval_files=[],
         num_train_steps=2,
         save_every=2,
+        shuffle_buffer=64,
     )
     run_pretraining(config)
     checkpoints = model_dir / "checkpoints"

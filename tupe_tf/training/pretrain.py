@@ -25,6 +25,7 @@ from tupe_tf.training import distribution
 from tupe_tf.training import pretrain_data
 from tupe_tf.training import pretrain_model
 from tupe_tf.training import run_lock
+from tupe_tf.training import run_record
 from tupe_tf.training.callbacks import CheckpointSaver
 from tupe_tf.training.callbacks import NonFiniteLossGuard
 from tupe_tf.training.callbacks import TrainingLogger
@@ -353,6 +354,8 @@ def run_pretraining(config: PretrainConfig):
             before training starts.
         run_lock.DirectoryInUseError: (a `UserError`) another live run
             holds `model_dir`.
+        run_record.ChangedRunError: (a `UserError`) a resume with other
+            data settings than the checkpoints' (`run.json`).
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -374,6 +377,7 @@ def _pretrain(run):
     keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
     try:
         model, manager, start_step = pretrain_model.build_and_restore(run)
+        run_record.check_or_record(run, start_step > 0, run.chief)
         if run.chief:
             fileio.write_json_atomically(
                 os.path.join(run.config.model_dir, "config.json"),

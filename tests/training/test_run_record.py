@@ -1,0 +1,161 @@
+"""A resume continues the same run (`tupe_tf.training.run_record`).
+
+The settings that decide what data a step sees are recorded with the
+checkpoints; a resume that changes one is refused naming the flag and the
+recorded value; `--num_train_steps` may grow; checkpoints without a record
+resume as before.
+"""
+
+import json
+import os
+import shutil
+import types
+
+import pytest
+import tensorflow as tf
+
+from tests.training.conftest import PRETRAIN_SCRIPT
+from tests.training.conftest import TINY_MODEL_FLAGS
+from tests.training.conftest import pretrain_config
+from tests.training.conftest import run_script
+from tupe_tf.training import run_record
+from tupe_tf.training.pretrain import run_pretraining
+
+
+def fake_run(model_dir, shards, vocab_file, train=None, **overrides):
+    config = pretrain_config(model_dir, shards, vocab_file, **overrides)
+    return types.SimpleNamespace(
+        config=config, train_files=[train or shards["train"]]
+    )
+
+
+def test_a_new_run_is_recorded_and_the_same_settings_resume(
+    tmp_path, shards, vocab_file
+):
+    run = fake_run(tmp_path, shards, vocab_file)
+    run_record.check_or_record(run, resumed=False)
+    path = run_record.record_path(run.config)
+    with open(path) as f:
+        record = json.load(f)
+    assert record["global_batch_size"] == 8
+    assert record["seq_length"] == 32
+    assert record["mask_rate"] == 0.15
+    assert len(record[run_record.FINGERPRINT]) == 64
+    # The same settings, and a longer run, resume.
+    longer = fake_run(tmp_path, shards, vocab_file, num_train_steps=100)
+    run_record.check_or_record(longer, resumed=True)
+    # Only the chief writes the record.
+    os.remove(path)
+    run_record.check_or_record(run, resumed=False, chief=False)
+    assert not os.path.exists(path)
+
+
+@pytest.mark.parametrize(
+    "overrides, fragments",
+    [
+        (
+            dict(global_batch_size=16),
+            [
+                "--global_batch_size=16 (the checkpoints were made with 8)",
+                "rerun with --global_batch_size=8;",
+            ],
+        ),
+        (
+            dict(seq_length=16),
+            ["--seq_length=16 (the checkpoints were made with 32)"],
+        ),
+        (dict(seed=3), ["--seed=3 (the checkpoints were made with 0)"]),
+        (
+            dict(mask_rate=0.2),
+            ["--mask_rate=0.2 (the checkpoints were made with 0.15)"],
+        ),
+        (
+            dict(max_predictions_per_seq=5),
+            [
+                "--max_predictions_per_seq=5 (the checkpoints were made with None)"
+            ],
+        ),
+        (
+            dict(train="eval"),
+            [
+                "--train_files hold other shards (fingerprint",
+                "rerun with the first run's --train_files;",
+            ],
+        ),
+    ],
+)
+def test_a_resume_with_other_data_settings_is_refused(
+    tmp_path, shards, vocab_file, overrides, fragments
+):
+    run_record.check_or_record(
+        fake_run(tmp_path, shards, vocab_file), resumed=False
+    )
+    if overrides.get("train") == "eval":
+        overrides["train"] = shards["eval"]
+    changed = fake_run(tmp_path, shards, vocab_file, **overrides)
+    with pytest.raises(run_record.ChangedRunError) as refusal:
+        run_record.check_or_record(changed, resumed=True)
+    message = str(refusal.value)
+    for fragment in fragments + [
+        "holds checkpoints of a run with other data settings",
+        run_record.record_path(changed.config),
+        "use a new --model_dir",
+    ]:
+        assert fragment in message, message
+
+
+def test_checkpoints_without_a_record_resume(tmp_path, shards, vocab_file):
+    run = fake_run(tmp_path, shards, vocab_file, global_batch_size=16)
+    run_record.check_or_record(run, resumed=True)
+    assert not os.path.exists(run_record.record_path(run.config))
+
+
+def test_the_fingerprint_follows_the_shards_content_not_their_place(
+    tmp_path, shards
+):
+    copy = str(tmp_path / "copy")
+    shutil.copytree(shards["dir"], copy)
+    moved = os.path.join(copy, os.path.basename(shards["train"]))
+    fingerprint = run_record.shards_fingerprint
+    assert fingerprint([shards["train"]]) == fingerprint([moved])
+    assert fingerprint([shards["train"]]) != fingerprint([shards["eval"]])
+    both = [shards["train"], shards["eval"]]
+    assert fingerprint(both) != fingerprint(both[::-1])
+
+
+@pytest.mark.large
+def test_a_resume_with_another_batch_size_is_one_error_line(
+    tmp_path, shards, vocab_file, data_flags
+):
+    model_dir = tmp_path / "model"
+    run_pretraining(
+        pretrain_config(
+            model_dir, shards, vocab_file, num_train_steps=2, save_every=2
+        )
+    )
+    checkpoints = model_dir / "checkpoints"
+    before = sorted(os.listdir(checkpoints))
+    assert "run.json" in before
+    flags = (
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--model_dir={model_dir}",
+            "--num_train_steps=4",
+            "--save_every=2",
+            "--global_batch_size=16",
+        ]
+    )
+    run = run_script(PRETRAIN_SCRIPT, flags)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    errors = [
+        line for line in run.stderr.splitlines() if line.startswith("ERROR:")
+    ]
+    assert len(errors) == 1, run.stderr[-3000:]
+    assert (
+        "--global_batch_size=16 (the checkpoints were made with 8)" in errors[0]
+    )
+    assert "use a new --model_dir" in errors[0]
+    assert sorted(os.listdir(checkpoints)) == before
+    assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-2")
