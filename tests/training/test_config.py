@@ -7,13 +7,13 @@ from absl import flags
 from tupe_tf.training import config as config_lib
 from tupe_tf.utils import config_flags
 from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
-from tupe_tf.utils.backbone_options import BackboneOption
+from tupe_tf.utils.settings import setting
 
 
-def test_model_config_is_generated_from_the_option_table():
+def test_model_config_has_the_option_table_as_fields():
     fields = {f.name: f for f in dataclasses.fields(config_lib.ModelConfig)}
     dims = ["model_size", *config_lib.MODEL_SIZES["tiny"]]
-    assert list(fields) == dims + [o.name for o in BACKBONE_OPTIONS]
+    assert list(fields) == [o.name for o in BACKBONE_OPTIONS] + dims
     for option in BACKBONE_OPTIONS:
         assert fields[option.name].default == option.default
         assert fields[option.name].metadata["help"] == option.help
@@ -32,9 +32,11 @@ def test_backbone_kwargs_are_the_backbone_arguments():
         assert kwargs[option.name] == option.default
 
 
-def test_a_new_table_entry_becomes_a_field_a_flag_and_a_kwarg():
-    new = BackboneOption("toy_scale", 2.0, float, "A new option.")
-    model_config = config_lib.make_model_config(BACKBONE_OPTIONS + (new,))
+def test_a_new_option_field_becomes_a_flag_and_a_kwarg():
+    @dataclasses.dataclass
+    class model_config(config_lib.ModelConfig):
+        toy_scale: float = setting(2.0, help="A new option.")
+
     values = flags.FlagValues()
     config_flags.define_flags(model_config, values)
     assert values["toy_scale"].help == "A new option."

@@ -12,7 +12,7 @@ from typing import Optional
 from typing import Sequence
 
 from data_pipeline import glue
-from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
+from tupe_tf.utils.backbone_options import BackboneOptions
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import Settings
@@ -84,46 +84,41 @@ STRATEGIES = (
 )
 
 
-# The BERT dimensions: `model_size` names a row of `MODEL_SIZES`, the four
-# dims override it. Every other `ModelConfig` field comes from
-# `tupe_tf.utils.backbone_options.BACKBONE_OPTIONS`.
 _DIMS_HELP = "Overrides --model_size."
-_MODEL_DIM_FIELDS = [
-    (
-        "model_size",
-        str,
-        setting(
-            "tiny",
-            help="BERT dimensions (a row of MODEL_SIZES).",
-            choices=sorted(MODEL_SIZES),
-        ),
-    ),
-] + [
-    (dim, Optional[int], setting(None, help=_DIMS_HELP, valid=at_least(1)))
-    for dim in MODEL_SIZES["tiny"]
-]
 
 
-def _option_field(option):
-    value_type = option.value_type
-    if option.default is None:
-        value_type = Optional[value_type]
-    return (
-        option.name,
-        value_type,
-        setting(
-            option.default,
-            help=option.help,
-            choices=option.choices,
-            valid=option.valid,
-        ),
+@refuses_unknown_fields
+@dataclasses.dataclass
+class ModelConfig(BackboneOptions, Settings):
+    """Backbone dimensions and options: `model_size` names a row of
+    `MODEL_SIZES` and the four dims override it; the backbone options are
+    the inherited fields of `tupe_tf.utils.backbone_options.BackboneOptions`
+    (default, help, choices, range), passed unchanged to `TupeBackbone`.
+
+    Example:
+
+    >>> ModelConfig(model_size="tiny", num_layers=1).dims()["num_layers"]
+    1
+    """
+
+    model_size: str = setting(
+        "tiny",
+        help="BERT dimensions (a row of MODEL_SIZES).",
+        choices=sorted(MODEL_SIZES),
+    )
+    num_layers: Optional[int] = setting(
+        None, help=_DIMS_HELP, valid=at_least(1)
+    )
+    num_heads: Optional[int] = setting(None, help=_DIMS_HELP, valid=at_least(1))
+    hidden_dim: Optional[int] = setting(
+        None, help=_DIMS_HELP, valid=at_least(1)
+    )
+    intermediate_dim: Optional[int] = setting(
+        None, help=_DIMS_HELP, valid=at_least(1)
     )
 
-
-class _ModelConfigMethods(Settings):
-    """The methods of `ModelConfig` (its fields are generated)."""
-
     def dims(self):
+        """The four BERT dims: `model_size`'s row with the given overrides."""
         dims = dict(MODEL_SIZES[self.model_size])
         for key in dims:
             value = getattr(self, key)
@@ -140,45 +135,15 @@ class _ModelConfigMethods(Settings):
         self.dims()
 
     def backbone_kwargs(self, vocabulary_size):
-        """Keyword arguments for `tupe_tf.TupeBackbone`."""
-        return dict(
-            vocabulary_size=vocabulary_size,
-            **self.dims(),
-            **{o.name: getattr(self, o.name) for o in self.backbone_options},
-        )
-
-
-def make_model_config(options=BACKBONE_OPTIONS):
-    """The `ModelConfig` dataclass for a table of backbone options.
-
-    Args:
-        options: `BackboneOption`s; each becomes a field (and so a flag).
-    """
-    cls = dataclasses.make_dataclass(
-        "ModelConfig",
-        _MODEL_DIM_FIELDS + [_option_field(o) for o in options],
-        bases=(_ModelConfigMethods,),
-        namespace={
-            "__doc__": _MODEL_CONFIG_DOC,
-            "backbone_options": tuple(options),
-        },
-    )
-    cls.__module__ = __name__
-    return refuses_unknown_fields(cls)
-
-
-_MODEL_CONFIG_DOC = """Backbone dimensions and TUPE/DIET options.
-
-    Generated: `model_size` and the four BERT dims (`MODEL_SIZES`), then one
-    field per entry of `tupe_tf.utils.backbone_options.BACKBONE_OPTIONS` (default,
-    help and choices from there), passed unchanged to `TupeBackbone`.
-
-    Example:
-
-    >>> ModelConfig(model_size="tiny", num_layers=1).dims()["num_layers"]
-    1
-    """
-ModelConfig = make_model_config()
+        """Keyword arguments for `tupe_tf.TupeBackbone`: the dims, then
+        every other field (the backbone options)."""
+        dims = self.dims()
+        options = {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.name != "model_size" and field.name not in dims
+        }
+        return dict(vocabulary_size=vocabulary_size, **dims, **options)
 
 
 @refuses_unknown_fields

@@ -2,9 +2,11 @@
 
 Every backbone argument beyond the BERT dimensions (`vocabulary_size`,
 `num_layers`, `num_heads`, `hidden_dim`, `intermediate_dim`) is written here
-once, with its default, its help text and, where it has them, its choices.
-`tupe_tf.training.config.ModelConfig` and the scripts' flags are generated
-from this table, so a new backbone option needs no edit in the training,
+once, as a field of `BackboneOptions`, with its default, its help text and,
+where it has them, its choices and range. `TupeBackbone`'s signature takes
+its defaults from there, `tupe_tf.training.config.ModelConfig` inherits the
+fields (and so the scripts' flags), and `BACKBONE_OPTIONS` lists them as
+`BackboneOption`s, so a new backbone option needs no edit in the training,
 config or script layers.
 
 This module imports neither TensorFlow nor Keras.
@@ -17,6 +19,7 @@ Example:
 """
 
 import dataclasses
+import typing
 from typing import Any
 from typing import Optional
 from typing import Tuple
@@ -25,6 +28,8 @@ from tupe_tf.utils.settings import Range
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
 from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import setting
+from tupe_tf.utils.settings import unwrap_optional
 
 POSITION_ENCODINGS = (
     "bert",
@@ -90,135 +95,146 @@ class BackboneOption:
             )
 
 
-BACKBONE_OPTIONS = (
-    BackboneOption(
-        "dropout",
-        0.1,
-        float,
-        "Dropout of embeddings, attention probabilities and residuals.",
-        valid=between(0.0, 1.0, high_open=True),
-    ),
-    BackboneOption(
-        "max_sequence_length",
-        512,
-        int,
-        "Longest sequence (position table).",
-        valid=at_least(1),
-    ),
-    BackboneOption(
-        "num_segments", 2, int, "Number of segment ids.", valid=at_least(1)
-    ),
-    BackboneOption(
-        "position_encoding",
-        "tupe-r",
-        str,
-        "Position encoding (see docs/spec.md).",
-        POSITION_ENCODINGS,
-    ),
-    BackboneOption(
-        "untie_cls",
-        True,
-        bool,
-        "tupe-*: untie [CLS] from positions (False: TUPE-A^{tie-cls}).",
-    ),
-    BackboneOption(
-        "segment_encoding",
-        "input",
-        str,
-        "input: BERT's segment embedding; per-head: DIET's segment bias; "
-        "none: no segments (segment_ids ignored).",
-        SEGMENT_ENCODINGS,
-    ),
-    BackboneOption(
-        "position_rank",
-        None,
-        int,
-        "diet-abs rank (default: head size).",
-        valid=at_least(1),
-    ),
-    BackboneOption(
-        "position_sharing",
-        None,
-        str,
-        "diet-*: table sharing (default: layer-wise for diet-abs, none "
-        "for diet-rel).",
-        POSITION_SHARINGS,
-    ),
-    BackboneOption(
-        "relative_buckets",
-        32,
-        int,
-        "T5 relative buckets (bert-r, tupe-r; even).",
-        valid=at_least(4),
-    ),
-    BackboneOption(
-        "relative_max_distance",
-        128,
-        int,
-        "T5 relative maximum distance (above relative_buckets / 4).",
-        valid=at_least(2),
-    ),
-    BackboneOption(
-        "rope_max_wavelength",
-        10000.0,
-        float,
-        "rope: base wavelength of the rotary angles.",
-        valid=greater_than(0),
-    ),
-    BackboneOption(
-        "layer_norm_epsilon",
-        1e-12,
-        float,
-        "Epsilon of the embedding and encoder LayerNorms (BERT: 1e-12; the "
-        "TUPE authors' code: 1e-5).",
-        valid=greater_than(0),
-    ),
-    BackboneOption(
-        "intermediate_activation",
-        "gelu_approximate",
-        str,
-        "Feed-forward activation: gelu_approximate (tanh form, BERT's) or "
-        "gelu (exact erf form, the TUPE authors' code).",
-        INTERMEDIATE_ACTIVATIONS,
-    ),
-    BackboneOption(
-        "cls_relative",
-        "reset",
-        str,
-        "tupe-r: reset: reset the sum v + b (paper Eq. 11); reference: the "
-        "authors' code ([CLS] gets its own relative buckets).",
-        CLS_RELATIVES,
-    ),
-    BackboneOption(
-        "rope_scaling",
-        "none",
-        str,
-        "rope: length extension at evaluation: none, linear (positions / "
-        "factor), ntk (base * factor^(d/(d-2))) or yarn (see docs/spec.md).",
-        ROPE_SCALINGS,
-    ),
-    BackboneOption(
-        "rope_scaling_factor",
-        1.0,
-        float,
-        "rope: the length extension factor s (evaluated at s times the "
-        "trained length).",
-        valid=at_least(1),
-    ),
-    BackboneOption(
-        "rope_trained_length",
-        None,
-        int,
-        "rope with yarn: the trained length T (required for yarn only).",
-        valid=at_least(1),
-    ),
-    BackboneOption(
-        "shaw_max_distance",
-        128,
-        int,
-        "shaw: k, the largest relative distance with its own key vector.",
-        valid=at_least(1),
-    ),
-)
+@dataclasses.dataclass
+class BackboneOptions:
+    """The `TupeBackbone` arguments beyond the BERT dimensions: each one's
+    default, help, choices and range (the backbone's signature takes its
+    defaults from here; `ModelConfig` inherits these fields, so each is a
+    flag of the training scripts).
 
+    Example:
+
+    >>> BackboneOptions().position_encoding
+    'tupe-r'
+    """
+
+    dropout: float = setting(
+        0.1,
+        help="Dropout of embeddings, attention probabilities and residuals.",
+        valid=between(0.0, 1.0, high_open=True),
+    )
+    max_sequence_length: int = setting(
+        512,
+        help="Longest sequence (position table).",
+        valid=at_least(1),
+    )
+    num_segments: int = setting(
+        2,
+        help="Number of segment ids.",
+        valid=at_least(1),
+    )
+    position_encoding: str = setting(
+        "tupe-r",
+        help="Position encoding (see docs/spec.md).",
+        choices=POSITION_ENCODINGS,
+    )
+    untie_cls: bool = setting(
+        True,
+        help="tupe-*: untie [CLS] from positions (False: TUPE-A^{tie-cls}).",
+    )
+    segment_encoding: str = setting(
+        "input",
+        help=(
+            "input: BERT's segment embedding; per-head: DIET's segment bias; "
+            "none: no segments (segment_ids ignored)."
+        ),
+        choices=SEGMENT_ENCODINGS,
+    )
+    position_rank: Optional[int] = setting(
+        None,
+        help="diet-abs rank (default: head size).",
+        valid=at_least(1),
+    )
+    position_sharing: Optional[str] = setting(
+        None,
+        help=(
+            "diet-*: table sharing (default: layer-wise for diet-abs, none for "
+            "diet-rel)."
+        ),
+        choices=POSITION_SHARINGS,
+    )
+    relative_buckets: int = setting(
+        32,
+        help="T5 relative buckets (bert-r, tupe-r; even).",
+        valid=at_least(4),
+    )
+    relative_max_distance: int = setting(
+        128,
+        help="T5 relative maximum distance (above relative_buckets / 4).",
+        valid=at_least(2),
+    )
+    rope_max_wavelength: float = setting(
+        10000.0,
+        help="rope: base wavelength of the rotary angles.",
+        valid=greater_than(0),
+    )
+    layer_norm_epsilon: float = setting(
+        1e-12,
+        help=(
+            "Epsilon of the embedding and encoder LayerNorms (BERT: 1e-12; the "
+            "TUPE authors' code: 1e-5)."
+        ),
+        valid=greater_than(0),
+    )
+    intermediate_activation: str = setting(
+        "gelu_approximate",
+        help=(
+            "Feed-forward activation: gelu_approximate (tanh form, BERT's) or "
+            "gelu (exact erf form, the TUPE authors' code)."
+        ),
+        choices=INTERMEDIATE_ACTIVATIONS,
+    )
+    cls_relative: str = setting(
+        "reset",
+        help=(
+            "tupe-r: reset: reset the sum v + b (paper Eq. 11); reference: the "
+            "authors' code ([CLS] gets its own relative buckets)."
+        ),
+        choices=CLS_RELATIVES,
+    )
+    rope_scaling: str = setting(
+        "none",
+        help=(
+            "rope: length extension at evaluation: none, linear (positions / "
+            "factor), ntk (base * factor^(d/(d-2))) or yarn (see docs/spec.md)."
+        ),
+        choices=ROPE_SCALINGS,
+    )
+    rope_scaling_factor: float = setting(
+        1.0,
+        help=(
+            "rope: the length extension factor s (evaluated at s times the "
+            "trained length)."
+        ),
+        valid=at_least(1),
+    )
+    rope_trained_length: Optional[int] = setting(
+        None,
+        help="rope with yarn: the trained length T (required for yarn only).",
+        valid=at_least(1),
+    )
+    shaw_max_distance: int = setting(
+        128,
+        help=(
+            "shaw: k, the largest relative distance with its own key vector."
+        ),
+        valid=at_least(1),
+    )
+
+
+def _option(field):
+    hints = typing.get_type_hints(BackboneOptions)
+    return BackboneOption(
+        field.name,
+        field.default,
+        unwrap_optional(hints[field.name]),
+        field.metadata["help"],
+        field.metadata["choices"],
+        field.metadata["valid"],
+    )
+
+
+BACKBONE_OPTIONS = tuple(
+    _option(field) for field in dataclasses.fields(BackboneOptions)
+)
 OPTION_DEFAULTS = {option.name: option.default for option in BACKBONE_OPTIONS}
