@@ -20,9 +20,13 @@ from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
+from tupe_tf.utils.backbone_options import BackboneOptions
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
 
+# The defaults of the backbone options, declared once with their help and
+# choices (`BackboneOptions`, whose fields the training flags are).
+DEFAULTS = BackboneOptions()
 # Each of `INTERMEDIATE_ACTIVATIONS` -> the feed-forward activation (keras'
 # "gelu" is the exact erf form; keras-hub's BERT uses the tanh approximation).
 FEEDFORWARD_ACTIVATIONS = {
@@ -80,8 +84,7 @@ class TupeBackbone(Backbone):
         num_segments: int. Number of segment ids.
         position_encoding: str. One of `bert`, `bert-r`, `tupe-a`, `tupe-r`,
             `bert-ad`, `diet-abs`, `diet-rel`, `rope`, `alibi`,
-            `sinusoidal`, `nope`, `kerple-log`, `fire`, `shaw`. Defaults to
-            `tupe-r`.
+            `sinusoidal`, `nope`, `kerple-log`, `fire`, `shaw`.
         untie_cls: bool. For `tupe-*`: untie `[CLS]` from positions (TUPE
             Eq. 9). `False` gives the ablation TUPE-A^{tie-cls}; only `tupe-*`
             accept `False`.
@@ -143,24 +146,24 @@ class TupeBackbone(Backbone):
         num_heads,
         hidden_dim,
         intermediate_dim,
-        dropout=0.1,
-        max_sequence_length=512,
-        num_segments=2,
-        position_encoding="tupe-r",
-        untie_cls=True,
-        segment_encoding="input",
-        position_rank=None,
-        position_sharing=None,
-        relative_buckets=32,
-        relative_max_distance=128,
-        rope_max_wavelength=10000.0,
-        layer_norm_epsilon=1e-12,
-        intermediate_activation="gelu_approximate",
-        cls_relative="reset",
-        rope_scaling="none",
-        rope_scaling_factor=1.0,
-        rope_trained_length=None,
-        shaw_max_distance=128,
+        dropout=DEFAULTS.dropout,
+        max_sequence_length=DEFAULTS.max_sequence_length,
+        num_segments=DEFAULTS.num_segments,
+        position_encoding=DEFAULTS.position_encoding,
+        untie_cls=DEFAULTS.untie_cls,
+        segment_encoding=DEFAULTS.segment_encoding,
+        position_rank=DEFAULTS.position_rank,
+        position_sharing=DEFAULTS.position_sharing,
+        relative_buckets=DEFAULTS.relative_buckets,
+        relative_max_distance=DEFAULTS.relative_max_distance,
+        rope_max_wavelength=DEFAULTS.rope_max_wavelength,
+        layer_norm_epsilon=DEFAULTS.layer_norm_epsilon,
+        intermediate_activation=DEFAULTS.intermediate_activation,
+        cls_relative=DEFAULTS.cls_relative,
+        rope_scaling=DEFAULTS.rope_scaling,
+        rope_scaling_factor=DEFAULTS.rope_scaling_factor,
+        rope_trained_length=DEFAULTS.rope_trained_length,
+        shaw_max_distance=DEFAULTS.shaw_max_distance,
         dtype=None,
         **kwargs,
     ):
