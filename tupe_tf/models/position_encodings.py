@@ -43,21 +43,6 @@ from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
 from tupe_tf.utils.backbone_options import POSITION_SHARINGS
 
-# Backbone arguments that only some options accept; the others must leave
-# them at their default.
-OPTION_SPECIFIC_ARGUMENTS = (
-    "untie_cls",
-    "position_rank",
-    "relative_buckets",
-    "relative_max_distance",
-    "rope_max_wavelength",
-    "cls_relative",
-    "rope_scaling",
-    "rope_scaling_factor",
-    "rope_trained_length",
-    "shaw_max_distance",
-)
-
 
 def bert_initializer():
     """BERT's initializer, `TruncatedNormal(stddev=0.02)`."""
@@ -291,6 +276,14 @@ POSITION_ENCODING_TABLE = {
         ),
     )
 }
+
+# Backbone arguments that only some options accept (some row's `arguments`);
+# the others must leave them at their default. In the option table's order.
+OPTION_SPECIFIC_ARGUMENTS = tuple(
+    name
+    for name in OPTION_DEFAULTS
+    if any(name in e.arguments for e in POSITION_ENCODING_TABLE.values())
+)
 
 
 def validated_encoding(options):
