@@ -52,7 +52,41 @@ import numpy as np
 import pytest
 from keras_hub.src.tests.test_case import TestCase as KerasHubTestCase
 
+from tests.sizes import encoder_sizes
+
 REDUCED_PRECISION_POLICIES = ("mixed_float16", "mixed_bfloat16", "bfloat16")
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# The word pieces of the tests' tokenizers: the model tests use the first
+# 15; the export tests add punctuation, a split word, CJK and negations.
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumped",
+    "over",
+    "lazy",
+    "dog",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "##s",
+    ".",
+    "!",
+    ",",
+    "cafe",
+    "un",
+    "##believ",
+    "##able",
+    "猫",
+    "is",
+    "not",
+    "good",
+    "bad",
+    "very",
+]
 
 
 def tensorflow_only(reason):
@@ -77,11 +111,8 @@ def tiny_backbone(position_encoding="bert", **arguments):
     import tupe_tf
 
     settings = dict(
+        encoder_sizes(),
         vocabulary_size=50,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
         max_sequence_length=16,
         position_encoding=position_encoding,
     )

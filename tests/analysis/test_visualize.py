@@ -4,21 +4,13 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-import tupe_tf
+from tests.test_case import tiny_backbone
 from tupe_tf.analysis import figures
 from tupe_tf.analysis import visualize
 
 
 def _preset(tmp_path, option):
-    backbone = tupe_tf.TupeBackbone(
-        vocabulary_size=60,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        position_encoding=option,
-    )
+    backbone = tiny_backbone(option, vocabulary_size=60, max_sequence_length=32)
     path = str(tmp_path / option)
     backbone.save_to_preset(path)
     return path, backbone

@@ -7,37 +7,11 @@ import tensorflow as tf
 
 import tupe_tf
 import tupe_tf.export
+from tests.sizes import encoder_sizes
+from tests.test_case import SPECIAL_TOKENS
+from tests.test_case import WORDS
 
-WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumped",
-    "over",
-    "lazy",
-    "dog",
-    "a",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "##s",
-    ".",
-    "!",
-    ",",
-    "cafe",
-    "un",
-    "##believ",
-    "##able",
-    "猫",
-    "is",
-    "not",
-    "good",
-    "bad",
-    "very",
-]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+VOCAB = SPECIAL_TOKENS + WORDS
 SEQ_LENGTH = 16
 NUM_CLASSES = 3
 
@@ -65,12 +39,9 @@ TEXTS_B = [
 def tiny_backbone(position_encoding, **options):
     return tupe_tf.TupeBackbone(
         vocabulary_size=len(VOCAB),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
         max_sequence_length=32,
         position_encoding=position_encoding,
+        **encoder_sizes(32),
         **options,
     )
 

@@ -73,15 +73,13 @@ def outputs(masked_lm):
 def build(options, seed):
     """A `TupeMaskedLM` with its preprocessor, every weight random."""
     import tupe_tf
+    from tests.sizes import encoder_sizes
 
     tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
     backbone = tupe_tf.TupeBackbone(
         vocabulary_size=len(VOCAB),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
         max_sequence_length=32,
+        **encoder_sizes(32),
         **options,
     )
     masked_lm = tupe_tf.TupeMaskedLM(

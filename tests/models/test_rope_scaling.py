@@ -9,6 +9,7 @@ from keras.backend import standardize_dtype
 
 import tupe_tf
 from tests import numpy_reference as ref
+from tests.sizes import encoder_sizes
 from tests.test_case import allclose
 from tests.test_case import assert_allclose
 from tests.test_case import assert_array_equal
@@ -16,8 +17,12 @@ from tests.test_case import jit_compiled
 from tests.test_case import randomize
 from tests.test_case import to_numpy
 
-VOCAB, LAYERS, HEADS, HIDDEN, FFN = 53, 2, 2, 16, 32
+VOCAB, HEADS, HIDDEN = 53, 2, 16
 HEAD_DIM = HIDDEN // HEADS
+SIZES = dict(
+    encoder_sizes(HIDDEN, num_heads=HEADS),
+    vocabulary_size=VOCAB,
+)
 # Trained at 8, evaluated at up to 4x.
 TRAINED, LONGEST = 8, 32
 SCALINGS = [
@@ -33,11 +38,7 @@ def scaling_id(options):
 
 def make_backbone(dtype=None, **options):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
+        **SIZES,
         max_sequence_length=options.pop("max_sequence_length", LONGEST),
         position_encoding="rope",
         dtype=dtype,
@@ -142,14 +143,7 @@ def test_factor_one_is_the_unscaled_model(options):
     ],
 )
 def test_bad_scaling_is_refused(kwargs, match):
-    options = dict(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
-        position_encoding="rope",
-    )
+    options = dict(SIZES, position_encoding="rope")
     with pytest.raises(ValueError, match=match):
         tupe_tf.TupeBackbone(**{**options, **kwargs})
 

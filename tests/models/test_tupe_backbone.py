@@ -12,6 +12,7 @@ from keras.backend import standardize_dtype
 import tupe_tf
 from tests import numpy_reference as ref
 from tests.layers.layer_weights import untied_weights
+from tests.sizes import encoder_sizes
 from tests.test_case import TestCase
 from tests.test_case import allclose
 from tests.test_case import assert_allclose
@@ -27,6 +28,11 @@ from tupe_tf.utils.backbone_options import INTERMEDIATE_ACTIVATIONS
 
 VOCAB, LAYERS, HEADS, HIDDEN, FFN, MAX_LEN = 97, 2, 4, 32, 64, 16
 HEAD_DIM = HIDDEN // HEADS
+SIZES = dict(
+    encoder_sizes(HIDDEN, num_layers=LAYERS, num_heads=HEADS),
+    vocabulary_size=VOCAB,
+    max_sequence_length=MAX_LEN,
+)
 # The TUPE authors' whole-model settings (SPEC "The authors' whole model").
 AUTHORS = dict(
     layer_norm_epsilon=1e-5,
@@ -95,12 +101,7 @@ def config_id(config):
 
 def make_backbone(dtype=None, **options):
     return tupe_tf.TupeBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
-        max_sequence_length=MAX_LEN,
+        **SIZES,
         dropout=0.1,
         dtype=dtype,
         **options,
@@ -295,12 +296,7 @@ class TupeBackboneTest(TestCase):
         self.run_backbone_test(
             cls=tupe_tf.TupeBackbone,
             init_kwargs=dict(
-                vocabulary_size=VOCAB,
-                num_layers=LAYERS,
-                num_heads=HEADS,
-                hidden_dim=HIDDEN,
-                intermediate_dim=FFN,
-                max_sequence_length=MAX_LEN,
+                SIZES,
                 position_encoding=option,
                 segment_encoding="per-head",
             ),
@@ -405,14 +401,7 @@ def test_cls_reset_structure_and_tied_ablation():
 
 
 def test_bert_option_equals_keras_hub_bert_with_copied_weights():
-    bert = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
-        max_sequence_length=MAX_LEN,
-    )
+    bert = keras_hub.models.BertBackbone(**SIZES)
     randomize(bert, seed=7)
     backbone = make_backbone(position_encoding="bert")
     new_variables = tupe_tf.load_bert_weights(backbone, bert)
@@ -483,12 +472,7 @@ def test_authors_epsilon_and_activation_change_the_output():
 
 def test_load_bert_weights_refuses_other_dims():
     bert = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=2 * FFN,
-        max_sequence_length=MAX_LEN,
+        **dict(SIZES, intermediate_dim=2 * FFN)
     )
     with pytest.raises(ValueError, match="intermediate_dim"):
         tupe_tf.load_bert_weights(make_backbone(position_encoding="bert"), bert)
@@ -586,11 +570,8 @@ def test_position_bias_computed_once_and_shared():
 
 # BERT-base dims, tiny vocabulary: the deltas do not depend on it.
 BASE = dict(
+    encoder_sizes(768, num_layers=12, num_heads=12, intermediate_dim=3072),
     vocabulary_size=10,
-    num_layers=12,
-    num_heads=12,
-    hidden_dim=768,
-    intermediate_dim=3072,
     max_sequence_length=512,
 )
 
@@ -713,17 +694,8 @@ def test_parameter_count_deltas_at_bert_base_dims():
     ],
 )
 def test_bad_options_are_refused(kwargs, match):
-    base = dict(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
-        max_sequence_length=MAX_LEN,
-    )
-    base.update(kwargs)
     with pytest.raises(ValueError, match=match):
-        tupe_tf.TupeBackbone(**base)
+        tupe_tf.TupeBackbone(**dict(SIZES, **kwargs))
 
 
 @pytest.mark.parametrize(
@@ -907,18 +879,24 @@ def test_attention_logits_and_rank_bound(option):
         assert min(full) > HEAD_DIM
 
 
+def logits_of_one_repeated_token(backbone):
+    """Layer 0's logits `(H, n, n)` on one sequence of `MAX_LEN` copies of
+    one token in one segment."""
+    inputs = {
+        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
+        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
+        "padding_mask": np.ones((1, MAX_LEN), "int32"),
+    }
+    return backbone.attention_logits(inputs)[0][0]
+
+
 def test_rope_logits_depend_only_on_the_offset():
     """Same token and segment everywhere: layer 0's input is the same
     vector at every position, so with RoPE its logits are Toeplitz
     (depend only on j - i); shifting both positions changes nothing."""
     backbone = make_backbone(position_encoding="rope")
     randomize(backbone, seed=11)
-    inputs = {
-        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
-        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
-        "padding_mask": np.ones((1, MAX_LEN), "int32"),
-    }
-    logits = backbone.attention_logits(inputs)[0][0]  # (H, n, n)
+    logits = logits_of_one_repeated_token(backbone)
     for shift in (1, 3, 7):
         assert_allclose(
             logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
@@ -935,12 +913,7 @@ def test_shaw_logits_depend_only_on_the_clipped_offset():
     `shaw_max_distance` not even on that; there is no content-free bias."""
     backbone = make_backbone(position_encoding="shaw", shaw_max_distance=3)
     randomize(backbone, seed=12)
-    inputs = {
-        "token_ids": np.full((1, MAX_LEN), 7, "int32"),
-        "segment_ids": np.zeros((1, MAX_LEN), "int32"),
-        "padding_mask": np.ones((1, MAX_LEN), "int32"),
-    }
-    logits = backbone.attention_logits(inputs)[0][0]  # (H, n, n)
+    logits = logits_of_one_repeated_token(backbone)
     for shift in (1, 5):
         assert_allclose(
             logits[:, shift:, shift:], logits[:, :-shift, :-shift], atol=1e-4
@@ -992,12 +965,7 @@ def test_sinusoidal_table_is_the_spec_formula_and_fixed():
 
 def test_load_bert_weights_into_sinusoidal_skips_the_fixed_table():
     bert = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB,
-        num_layers=LAYERS,
-        num_heads=HEADS,
-        hidden_dim=HIDDEN,
-        intermediate_dim=FFN,
-        max_sequence_length=2 * MAX_LEN,
+        **dict(SIZES, max_sequence_length=2 * MAX_LEN)
     )
     backbone = make_backbone(position_encoding="sinusoidal")
     assert tupe_tf.load_bert_weights(backbone, bert) == []

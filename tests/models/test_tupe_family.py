@@ -9,37 +9,20 @@ import pytest
 from absl.testing import parameterized
 
 import tupe_tf
+from tests.sizes import encoder_sizes
+from tests.test_case import SPECIAL_TOKENS
+from tests.test_case import WORDS
 from tests.test_case import TestCase
 from tests.test_case import assert_allclose
 
-WORDS = [
-    "the",
-    "quick",
-    "brown",
-    "fox",
-    "jumped",
-    "over",
-    "lazy",
-    "dog",
-    "a",
-    "cat",
-    "sat",
-    "on",
-    "mat",
-    "##s",
-    ".",
-]
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+VOCAB = SPECIAL_TOKENS + WORDS[:15]
 
 
 def tiny_backbone(**options):
     return tupe_tf.TupeBackbone(
         vocabulary_size=len(VOCAB),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
         max_sequence_length=32,
+        **encoder_sizes(32),
         **options,
     )
 
@@ -171,11 +154,8 @@ class TupeFamilyTest(TestCase):
         with pytest.raises(TypeError) as error:
             tupe_tf.TupeBackbone(
                 vocabulary_size=50,
-                num_layers=1,
-                num_heads=2,
-                hidden_dim=8,
-                intermediate_dim=16,
                 max_sequence_length=16,
+                **encoder_sizes(8, num_layers=1),
                 position_encodingg="bert",
                 positon_rank=3,
             )

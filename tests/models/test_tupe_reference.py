@@ -44,15 +44,10 @@ def load_fixture(variant):
 
 
 def masked_lm_with_their_weights(variant, fixture, **options):
-    config = fixture["config"]
+    # Their model's sizes; `pad_id` (their dictionary's) makes the mask.
+    sizes = {k: v for k, v in fixture["config"].items() if k != "pad_id"}
     backbone = tupe_tf.TupeBackbone(
-        vocabulary_size=config["vocabulary_size"],
-        num_layers=config["num_layers"],
-        num_heads=config["num_heads"],
-        hidden_dim=config["hidden_dim"],
-        intermediate_dim=config["intermediate_dim"],
-        max_sequence_length=config["max_sequence_length"],
-        **dict(VARIANTS[variant], **options),
+        **sizes, **dict(VARIANTS[variant], **options)
     )
     masked_lm = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
     tupe_tf.load_tupe_reference_weights(masked_lm, fixture["state"])

@@ -38,16 +38,14 @@ def build(vocabulary_size, jit_compile="auto"):
     import keras
 
     import tupe_tf
+    from tests.sizes import encoder_sizes
     from tupe_tf.training.optimization import create_optimizer
     from tupe_tf.utils.backend import assign_seeded_weights
 
     backbone = tupe_tf.TupeBackbone(
         vocabulary_size,
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
         max_sequence_length=64,
+        **encoder_sizes(32),
         position_encoding="tupe-r",
         dropout=0.0,
     )
