@@ -2,6 +2,14 @@
 
 import keras
 
+# Each sharing of a table among 3 layers of 4 heads: (sharing, the table's
+# units, the table's heads).
+SHARINGS_OF_3_LAYERS_OF_4_HEADS = [
+    ("layer-wise", 1, 4),
+    ("head-wise", 3, 1),
+    ("none", 3, 4),
+]
+
 
 def untied_weights(layer):
     """The table, LayerNorm and projections of an untied layer (float64)."""

@@ -15,6 +15,29 @@ from tupe_tf.layers import biased_multi_head_attention as attention_module
 from tupe_tf.layers.biased_multi_head_attention import use_fused_attention
 
 
+def reference_probabilities(layer, x, bias, mask, dtype, **options):
+    """`ref.attention_probabilities` of `x` with `layer`'s query and key
+    weights and a content scale of 0.3, computed in `dtype`."""
+
+    def weights(name):
+        dense = getattr(layer, name)
+        return [to_numpy(w).astype(dtype) for w in (dense.kernel, dense.bias)]
+
+    query_kernel, query_bias = weights("query_dense")
+    key_kernel, key_bias = weights("key_dense")
+    return ref.attention_probabilities(
+        x.astype(dtype),
+        query_kernel,
+        query_bias,
+        key_kernel,
+        key_bias,
+        0.3,
+        bias,
+        mask,
+        **options,
+    )
+
+
 class BiasedMultiHeadAttentionTest(TestCase):
     def test_layer_basics(self):
         x = np.random.default_rng(0).normal(size=(2, 6, 16)).astype("float32")
@@ -41,24 +64,7 @@ class BiasedMultiHeadAttentionTest(TestCase):
             attention_bias=bias,
             return_attention_scores=True,
         )
-        w = {
-            name: keras.ops.convert_to_numpy(getattr(layer, name).kernel)
-            for name in ("query_dense", "key_dense")
-        }
-        b = {
-            name: keras.ops.convert_to_numpy(getattr(layer, name).bias)
-            for name in ("query_dense", "key_dense")
-        }
-        expected = ref.attention_probabilities(
-            x,
-            w["query_dense"],
-            b["query_dense"],
-            w["key_dense"],
-            b["key_dense"],
-            0.3,
-            bias,
-            mask,
-        )
+        expected = reference_probabilities(layer, x, bias, mask, "float32")
         assert_allclose(probs, expected, atol=1e-5)
         assert standardize_dtype(probs.dtype) == "float32"
 
@@ -191,23 +197,12 @@ def test_query_logits_hook_joins_the_scaled_logits(monkeypatch):
         attention_mask=mask, attention_bias=bias, query_logits=shaw
     )
     explicit, probs = layer(x, x, return_attention_scores=True, **arguments)
-    w = {
-        name: to_numpy(getattr(layer, name).kernel).astype("float64")
-        for name in ("query_dense", "key_dense")
-    }
-    b = {
-        name: to_numpy(getattr(layer, name).bias).astype("float64")
-        for name in ("query_dense", "key_dense")
-    }
-    expected = ref.attention_probabilities(
-        x.astype("float64"),
-        w["query_dense"],
-        b["query_dense"],
-        w["key_dense"],
-        b["key_dense"],
-        0.3,
+    expected = reference_probabilities(
+        layer,
+        x,
         bias,
         mask,
+        "float64",
         shaw_table=to_numpy(shaw.relative_keys).astype("float64"),
     )
     assert_allclose(probs, expected, atol=1e-5)

@@ -4,6 +4,7 @@ import pytest
 from absl.testing import parameterized
 
 from tests import numpy_reference as ref
+from tests.layers.layer_weights import SHARINGS_OF_3_LAYERS_OF_4_HEADS
 from tests.test_case import TestCase
 from tests.test_case import assert_allclose
 from tests.test_case import randomize
@@ -12,22 +13,7 @@ from tupe_tf.layers import DietRelativePositionBias
 
 
 class DietRelativePositionBiasTest(TestCase):
-    def test_layer_basics(self):
-        self.run_position_bias_test(
-            cls=DietRelativePositionBias,
-            init_kwargs={
-                "num_layers": 2,
-                "num_heads": 2,
-                "max_sequence_length": 8,
-            },
-            input_data=np.zeros((2, 8), "int32"),
-            expected_output_shape=(2, 1, 2, 8, 8),
-            expected_num_trainable_weights=1,
-        )
-
-    @parameterized.parameters(
-        ("none", 3, 4), ("layer-wise", 1, 4), ("head-wise", 3, 1)
-    )
+    @parameterized.parameters(*SHARINGS_OF_3_LAYERS_OF_4_HEADS)
     def test_matches_numpy_spec(self, sharing, units, heads):
         layer = DietRelativePositionBias(
             num_layers=3, num_heads=4, max_sequence_length=8, sharing=sharing

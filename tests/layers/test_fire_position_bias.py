@@ -40,15 +40,6 @@ def numpy_bias(layer, n):
 
 
 class FirePositionBiasTest(TestCase):
-    def test_layer_basics(self):
-        self.run_position_bias_test(
-            cls=FirePositionBias,
-            init_kwargs={"num_heads": 3, "max_sequence_length": 16},
-            input_data=np.zeros((2, 9), "int32"),
-            expected_output_shape=(1, 1, 3, 9, 9),
-            expected_num_trainable_weights=6,
-        )
-
     @parameterized.parameters(
         (1, 512.0), (2, 4.0), (5, 4.0), (9, 4.0), (16, 4.0), (16, 64.0)
     )

@@ -19,15 +19,6 @@ def numpy_bias(layer, n):
 
 
 class KerplePositionBiasTest(TestCase):
-    def test_layer_basics(self):
-        self.run_position_bias_test(
-            cls=KerplePositionBias,
-            init_kwargs={"num_heads": 3, "max_sequence_length": 16},
-            input_data=np.zeros((2, 9), "int32"),
-            expected_output_shape=(1, 1, 3, 9, 9),
-            expected_num_trainable_weights=2,
-        )
-
     @parameterized.parameters(1, 2, 7, 16)
     def test_matches_numpy_spec(self, n):
         layer = KerplePositionBias(num_heads=4, max_sequence_length=16)

@@ -15,20 +15,6 @@ from tupe_tf.layers import reset_cls
 
 
 class UntiedPositionBiasTest(TestCase):
-    def test_layer_basics(self):
-        self.run_position_bias_test(
-            cls=UntiedPositionBias,
-            init_kwargs={
-                "num_heads": 4,
-                "hidden_dim": 32,
-                "max_sequence_length": 8,
-                "relative_buckets": 8,
-            },
-            input_data=np.zeros((2, 6), "int32"),
-            expected_output_shape=(1, 1, 4, 6, 6),
-            expected_num_trainable_weights=8,
-        )
-
     @parameterized.parameters(
         (True, None), (False, None), (True, 8), (False, 8)
     )

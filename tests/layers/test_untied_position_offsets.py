@@ -15,20 +15,6 @@ from tupe_tf.layers import UntiedPositionOffsets
 
 
 class UntiedPositionOffsetsTest(TestCase):
-    def test_layer_basics(self):
-        self.run_position_bias_test(
-            cls=UntiedPositionOffsets,
-            init_kwargs={
-                "num_heads": 4,
-                "hidden_dim": 32,
-                "max_sequence_length": 8,
-                "scale": 0.5,
-            },
-            input_data=np.zeros((1, 5), "int32"),
-            expected_output_shape=(2, 5, 4, 8),
-            expected_num_trainable_weights=7,
-        )
-
     def test_offsets_and_position_term_match_numpy(self):
         layer = UntiedPositionOffsets(
             num_heads=2, hidden_dim=16, max_sequence_length=12
