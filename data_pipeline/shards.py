@@ -173,7 +173,7 @@ def preflight(config):
     )
     output_dir = os.fspath(config.output_dir)
     shard_outputs.check_output_dir(output_dir, config.overwrite)
-    fileio.check_can_create_directory(output_dir, "--output_dir")
+    fileio.check_directory_can_be_made(output_dir, "--output_dir")
     return vocabulary, input_files
 
 

@@ -32,7 +32,7 @@ import tupe_tf.export  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
 from tupe_tf.utils.errors import UserError  # noqa: E402
-from tupe_tf.utils.fileio import check_writable_dir  # noqa: E402
+from tupe_tf.utils.fileio import make_writable_directory  # noqa: E402
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields  # noqa: E402
 from tupe_tf.utils.settings import Settings  # noqa: E402
 from tupe_tf.utils.settings import at_least  # noqa: E402
@@ -103,7 +103,7 @@ def export(settings):
             "written by scripts/pretrain.py or save_to_preset."
         )
     parent = os.path.dirname(os.path.abspath(settings.export_dir))
-    check_writable_dir(parent, "--export_dir's parent directory")
+    make_writable_directory(parent, "--export_dir's parent directory")
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
     return tupe_tf.export.export_preset(
         settings.preset,

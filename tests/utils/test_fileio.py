@@ -95,7 +95,11 @@ def _enter(context_manager):
             2,
             lambda d: _enter(fileio.atomic_files([d / "a", d / "b", d / "c"])),
         ),
-        ("_new_file", 1, lambda d: fileio.check_writable_directory(str(d))),
+        (
+            "_new_file",
+            1,
+            lambda d: fileio.make_writable_directory(str(d), "--x"),
+        ),
         ("_new_file", 1, lambda d: fileio.write_text_atomically(d / "v", "x")),
         (
             "_new_private_directory",

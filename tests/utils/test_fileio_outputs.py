@@ -1,4 +1,4 @@
-"""`fileio.check_writable_dir` and `fileio.write_json_atomically`: the one
+"""`fileio.make_writable_directory` and `fileio.write_json_atomically`: the one
 output-directory check and the one JSON writer of the training, export and
 analysis code."""
 
@@ -15,7 +15,7 @@ def test_check_writable_dir_creates_the_directory_and_leaves_no_probe(
     tmp_path,
 ):
     directory = tmp_path / "runs" / "model"
-    fileio.check_writable_dir(str(directory), "--model_dir")
+    fileio.make_writable_directory(str(directory), "--model_dir")
     assert directory.is_dir()
     assert os.listdir(directory) == []
 
@@ -25,7 +25,7 @@ def test_check_writable_dir_names_the_flag_and_the_os_error(tmp_path):
     blocker.write_text("")
     target = str(blocker / "model")
     with pytest.raises(fileio.OutputError) as caught:
-        fileio.check_writable_dir(target, "--model_dir")
+        fileio.make_writable_directory(target, "--model_dir")
     assert isinstance(caught.value, UserError)
     assert str(caught.value).startswith(
         f"--model_dir={target!r} is not writable: "

@@ -58,12 +58,12 @@ def report(config):
     if pending:
         tables += "Pending: " + ", ".join(f"`{k}`" for k in pending) + ".\n"
     _, results, figures = config.output_locations()
-    fileio.check_writable_dir(*results)
+    fileio.make_writable_directory(*results)
     study_records.write_text(
         os.path.join(config.study_results_dir, "tables.md"), tables
     )
     if recorded:
-        fileio.check_writable_dir(*figures)
+        fileio.make_writable_directory(*figures)
     return {
         "tables": tables,
         "figures": draw_figures(config, pretrain, finetune, order),

@@ -45,7 +45,7 @@ def _data(config):
                 pretrain.vocab_file, pretrain.train_files, eval_files
             ),
         )
-    fileio.check_writable_dir(pretrain.work_dir, "--work_dir")
+    fileio.make_writable_directory(pretrain.work_dir, "--work_dir")
     return study_data.prepare_study_data(
         pretrain.work_dir,
         pretrain.seq_length,
@@ -287,7 +287,7 @@ def run_comparison(config: CompareConfig, max_runs=None):
     """
     config.validate()
     for directory, flag in config.output_locations():
-        fileio.check_writable_dir(directory, flag)
+        fileio.make_writable_directory(directory, flag)
     study_records.check_study_settings(config)
     planned = study_plan.plan_runs(config)
     incomplete = _incomplete(config, planned)

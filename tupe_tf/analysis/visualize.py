@@ -76,7 +76,7 @@ class VisualizeConfig(Settings):
         self.validate()
         for preset in (self.preset, *self.baseline_presets):
             check_preset(preset)
-        fileio.check_writable_dir(self.figures_dir(), "--output_dir")
+        fileio.make_writable_directory(self.figures_dir(), "--output_dir")
         return visualize_preset(
             self.preset,
             output_dir=self.figures_dir(),

@@ -302,7 +302,7 @@ def validate_glue_config(config):
         raise UserError("--learning_rates and --seeds must not be empty.")
     if config.glue_dir and not os.path.isdir(config.glue_dir):
         raise UserError(f"--glue_dir={config.glue_dir!r} is not a directory.")
-    fileio.check_writable_dir(
+    fileio.make_writable_directory(
         os.path.join(config.output_dir, task.name), "--output_dir"
     )
     return task

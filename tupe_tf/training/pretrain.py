@@ -79,8 +79,8 @@ def validate_settings(config, strategy=None):
     if strategy is not None:
         distribution.per_replica_batch_size(config.global_batch_size, strategy)
     if not config.train_files:
-        fileio.check_writable_dir(config.work_dir, "--work_dir")
-    fileio.check_writable_dir(config.model_dir, "--model_dir")
+        fileio.make_writable_directory(config.work_dir, "--work_dir")
+    fileio.make_writable_directory(config.model_dir, "--model_dir")
 
 
 def _fit_segments(step, total, every):

@@ -7,6 +7,7 @@ expansion, and sha256 hashing. Standard library only, so that importing it
 """
 
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -87,6 +88,18 @@ def _create_registered(registry, directory, prefix, suffix, create):
             registry.remove(path)  # Somebody else's; not ours to remove.
 
 
+def _name_output(error, path):
+    """Names `path` in a full disk's `OSError` that names no file (a failed
+    `write` names none), so that the message says which output it stopped."""
+    full = (errno.ENOSPC, errno.EDQUOT)
+    if (
+        isinstance(error, OSError)
+        and error.errno in full
+        and not error.filename
+    ):
+        error.filename = path
+
+
 @contextlib.contextmanager
 def atomic_files(paths):
     """Yields temporary sibling paths that replace `paths` on success.
@@ -123,9 +136,10 @@ def atomic_files(paths):
         interrupts.raise_if_interrupted()
         for tmp_path, path in zip(temporaries, paths):
             os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as error:
         for tmp_path in temporaries:
             _remove_quietly(tmp_path)
+        _name_output(error, ", ".join(paths))
         raise
 
 
@@ -243,9 +257,10 @@ def atomic_directory(path, overwrite=False, what="Directory"):
         )
         yield tmp_dir
         interrupts.raise_if_interrupted()
-    except BaseException:
+    except BaseException as error:
         for directory in created:
             shutil.rmtree(directory, ignore_errors=True)
+        _name_output(error, path)
         raise
     old_dir = None
     if os.path.exists(path):
@@ -289,7 +304,7 @@ def made_directory(path, what="Directory"):
     So a refused or failed run leaves the file system as it found it. A
     directory that cannot be created or written in (no permission, a file
     in the way, a read-only file system) raises `OutputError` naming it and
-    `what`, before the body runs (`check_writable_directory`).
+    `what`, before the body runs.
 
     Example:
     >>> with made_directory("out/shards", "--output_dir"):  # doctest: +SKIP
@@ -306,7 +321,7 @@ def made_directory(path, what="Directory"):
             raise OutputError(
                 f"{what}: cannot create directory {path}: {e.strerror or e}."
             ) from e
-        check_writable_directory(path, what)
+        _check_writable_in(path, what)
         yield path
     except BaseException:
         _remove_empty_directories(missing)
@@ -322,9 +337,10 @@ def _remove_empty_directories(directories):
             break
 
 
-def check_can_create_directory(path, what="Directory"):
+def check_directory_can_be_made(path, what="Directory"):
     """Raises `OutputError` unless `path` exists or can be created, and can
-    be written in; leaves the file system as it was."""
+    be written in; leaves the file system as it was (for a check before a
+    long build; `make_writable_directory` keeps what it creates)."""
     path = os.path.abspath(os.fspath(path))
     missing = _missing_directories(path)
     try:
@@ -361,7 +377,7 @@ def _remote_write_probe(directory):
         raise OSError(error.message) from error
 
 
-def check_writable_directory(directory, what="Directory"):
+def _check_writable_in(directory, what):
     """Raises `OutputError` unless a file can be created in the existing
     `directory` (`what`: how the message names it).
 
@@ -375,10 +391,11 @@ def check_writable_directory(directory, what="Directory"):
         ) from e
 
 
-def check_writable_dir(directory, flag="--model_dir"):
+def make_writable_directory(directory, flag):
     """Creates `directory` (and its parents; they are kept) and checks that
     a file can be written in it, as the training, export and analysis
-    scripts do for their output flags.
+    scripts do for their output flags (`check_directory_can_be_made`
+    leaves nothing behind).
 
     A remote path (`gs://...`) is checked through `tf.io.gfile`.
 
@@ -390,7 +407,7 @@ def check_writable_dir(directory, flag="--model_dir"):
         OutputError: `<flag>='<directory>' is not writable: <OS error>`.
 
     Example:
-    >>> check_writable_dir("runs/model", "--model_dir")  # doctest: +SKIP
+    >>> make_writable_directory("runs/model", "--model_dir")  # doctest: +SKIP
     """
     directory = os.fspath(directory)
     try:
