@@ -241,12 +241,11 @@ def _pretrain_table(config, summary):
     ]
     rows = []
     for variant, s in summary.items():
-        if variant == REFERENCE:
-            versus = "reference"
-        elif ref:
-            versus = study_stats.compare_to(s["final"], ref["final"], True)
-        else:
-            versus = "n/a"
+        versus = (
+            "reference"
+            if variant == REFERENCE
+            else _versus(s["final"], ref and ref["final"], True)
+        )
         rows.append(
             [
                 variant,
@@ -314,13 +313,19 @@ def _length_table(config, summary, pretrain):
     )
 
 
+def _versus(spread, baseline, lower_is_better):
+    """How `spread` compares to the baseline's (`n/a` without one)."""
+    if not baseline:
+        return "n/a"
+    return study_stats.compare_to(spread, baseline, lower_is_better)
+
+
 def _glue_cells(variant, row, control, pooled, swept):
-    if variant == CONTROL:
-        versus = "control"
-    elif control:
-        versus = study_stats.compare_to(row["score"], control["score"], False)
-    else:
-        versus = "n/a"
+    versus = (
+        "control"
+        if variant == CONTROL
+        else _versus(row["score"], control and control["score"], False)
+    )
     cells = [
         variant,
         f"{row['learning_rate']:g}",
