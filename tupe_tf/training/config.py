@@ -74,6 +74,7 @@ def default_finetune_recipe(hidden_dim):
     return dict(PAPER_FINETUNE_RECIPE)
 
 
+OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 STRATEGIES = (
     "default",
@@ -149,10 +150,20 @@ class ModelConfig(BackboneOptions, Settings):
 @refuses_unknown_fields
 @dataclasses.dataclass
 class OptimizerConfig(Settings):
-    """AdamW with warm-up and linear decay; defaults are TUPE Table 2.
+    """AdamW (or LAMB) with warm-up and linear decay; defaults are TUPE
+    Table 2.
 
     Each field's help is its metadata (`setting(help=...)`).
     """
+
+    algorithm: str = setting(
+        "adamw",
+        flag="optimizer",
+        help="adamw (TUPE's) or lamb (You et al. 2020, for large batches: "
+        "AdamW's update scaled per variable by a trust ratio); both decay "
+        "all but LayerNorm and biases.",
+        choices=OPTIMIZERS,
+    )
 
     learning_rate: Optional[float] = setting(
         None,
@@ -174,7 +185,7 @@ class OptimizerConfig(Settings):
     )
     weight_decay: float = setting(
         0.01,
-        help="AdamW weight decay (not on LayerNorm/biases).",
+        help="Decoupled weight decay (not on LayerNorm/biases).",
         valid=at_least(0),
     )
     beta_1: float = setting(

@@ -1,6 +1,11 @@
-"""AdamW with linear warm-up and linear decay, as in TUPE Table 2."""
+"""AdamW (or LAMB) with linear warm-up and linear decay, as in TUPE
+Table 2."""
 
 import keras
+
+from tupe_tf.training.lamb import Lamb
+
+OPTIMIZER_CLASSES = {"adamw": keras.optimizers.AdamW, "lamb": Lamb}
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
@@ -90,8 +95,9 @@ def create_optimizer(
     beta_2=0.999,
     epsilon=1e-6,
     clipnorm=1.0,
+    algorithm="adamw",
 ):
-    """Keras AdamW with the warm-up/linear-decay schedule and exclusions.
+    """AdamW or LAMB with the warm-up/linear-decay schedule and exclusions.
 
     Args:
         model: the built model whose variables will be trained (used to
@@ -102,9 +108,11 @@ def create_optimizer(
         weight_decay: decoupled weight decay for all other variables.
         beta_1, beta_2, epsilon: Adam hyper-parameters.
         clipnorm: global gradient-norm clip, or `None`.
+        algorithm: `"adamw"` (`keras.optimizers.AdamW`) or `"lamb"`
+            (`tupe_tf.training.lamb.Lamb`).
 
     Returns:
-        A `keras.optimizers.AdamW`.
+        The optimizer.
 
     Example:
 
@@ -113,7 +121,7 @@ def create_optimizer(
     >>> model.compile(optimizer=optimizer, ...)
     """
     schedule = WarmupLinearDecay(learning_rate, warmup_steps, num_train_steps)
-    optimizer = keras.optimizers.AdamW(
+    optimizer = OPTIMIZER_CLASSES[algorithm](
         learning_rate=schedule,
         weight_decay=weight_decay,
         beta_1=beta_1,

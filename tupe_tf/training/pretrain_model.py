@@ -84,6 +84,7 @@ def compile_masked_lm(model, config):
         beta_2=opt.beta_2,
         epsilon=opt.epsilon,
         clipnorm=opt.clipnorm,
+        algorithm=opt.algorithm,
     )
     model.compile(
         optimizer=optimizer,
