@@ -148,16 +148,16 @@ def build_vocabulary_beam(
             stats = _run_pipeline(
                 beam,
                 options,
-                num_partitions,
-                input_files,
-                lowercase,
-                line_batch_size,
-                work_dir,
-                vocab_size,
-                reserved_tokens,
-                text_input,
-                output_file,
-                max_words,
+                num_partitions=num_partitions,
+                input_files=input_files,
+                lowercase=lowercase,
+                line_batch_size=line_batch_size,
+                work_dir=work_dir,
+                vocab_size=vocab_size,
+                reserved_tokens=reserved_tokens,
+                text_input=text_input,
+                output_file=output_file,
+                max_words=max_words,
             )
     with open(output_file, encoding="utf-8") as f:
         size = len(f.read().splitlines())

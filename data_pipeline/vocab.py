@@ -403,10 +403,10 @@ def build_vocabulary(
                 vocab_size,
                 lowercase,
                 reserved_tokens,
-                stats,
-                learn_params,
-                line_batch_size,
-                text_input,
+                stats=stats,
+                learn_params=learn_params,
+                line_batch_size=line_batch_size,
+                text_input=text_input,
             )
         _check_learned(vocab, reserved_tokens, input_files, stats)
         fileio.write_text_atomically(

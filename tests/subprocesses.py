@@ -31,3 +31,12 @@ def interrupt(process, how):
         process.send_signal(how)
     finally:
         process.send_signal(signal.SIGCONT)
+
+
+def assert_interrupted(process, stderr, how):
+    """Asserts that `process` (its `stderr` read) exited on signal `how`
+    with `ERROR: Interrupted by <signal>;` as its last line."""
+    assert process.returncode == 128 + how, stderr
+    name = signal.Signals(how).name
+    last_line = stderr.strip().splitlines()[-1]
+    assert last_line.startswith(f"ERROR: Interrupted by {name};"), stderr

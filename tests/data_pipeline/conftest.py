@@ -72,6 +72,27 @@ def greek_text(num_lines=60):
     )
 
 
+def write_binary(directory):
+    """Writes `binary_bytes()` to `directory/ls`; returns its path."""
+    path = directory / "ls"
+    path.write_bytes(binary_bytes())
+    return path
+
+
+def write_undecodable(directory):
+    """Writes `undecodable_bytes()` to `directory/junk.txt`; returns its path."""
+    path = directory / "junk.txt"
+    path.write_bytes(undecodable_bytes())
+    return path
+
+
+def write_greek(directory):
+    """Writes `greek_text()` to `directory/greek.txt`; returns its path."""
+    path = directory / "greek.txt"
+    path.write_text(greek_text(), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("data_pipeline")
@@ -89,18 +110,26 @@ def vocab_file(data_dir):
     return write_vocab(data_dir / "vocab.txt")
 
 
+def shard_config(input_patterns, vocab_file, output_dir, **kwargs):
+    """A `ShardConfig` of `TEST_SEQ_LENGTH`-token sequences; `kwargs` set
+    its other fields."""
+    from data_pipeline import shards
+
+    kwargs.setdefault("max_seq_length", TEST_SEQ_LENGTH)
+    return shards.ShardConfig(
+        input_patterns=input_patterns,
+        vocab_file=vocab_file,
+        output_dir=str(output_dir),
+        **kwargs,
+    )
+
+
 def _build(data_dir, corpus_file, vocab_file, name, **kwargs):
     from data_pipeline import shards
 
     output_dir = str(data_dir / name)
-    config = shards.ShardConfig(
-        input_patterns=corpus_file,
-        vocab_file=vocab_file,
-        output_dir=output_dir,
-        max_seq_length=TEST_SEQ_LENGTH,
-        num_shards=3,
-        seed=7,
-        **kwargs,
+    config = shard_config(
+        corpus_file, vocab_file, output_dir, num_shards=3, seed=7, **kwargs
     )
     manifest = shards.build_shards(config)
     return output_dir, manifest

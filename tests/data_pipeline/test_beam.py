@@ -46,16 +46,10 @@ def _records(directory):
 
 
 def _config(corpus_file, vocab_file, output_dir, **kwargs):
-    settings = dict(
-        input_patterns=corpus_file,
-        vocab_file=vocab_file,
-        output_dir=str(output_dir),
-        max_seq_length=conftest.TEST_SEQ_LENGTH,
-        num_shards=4,
-        seed=7,
+    settings = {"num_shards": 4, "seed": 7, **kwargs}
+    return conftest.shard_config(
+        corpus_file, vocab_file, output_dir, **settings
     )
-    settings.update(kwargs)
-    return shards.ShardConfig(**settings)
 
 
 def _fail_partition_one(partition):
@@ -191,10 +185,8 @@ def test_bad_inputs_give_the_single_process_errors(tmp_path, vocab_file):
 
 
 def test_beam_vocabulary_refuses_what_is_not_text(tmp_path, corpus_file):
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
+    binary = conftest.write_binary(tmp_path)
+    junk = conftest.write_undecodable(tmp_path)
     out = tmp_path / "new" / "vocab.txt"
     with pytest.raises(UserError, match="ls is not text.*NUL"):
         beam_vocab.build_vocabulary_beam(str(binary), 100, str(out))
@@ -219,12 +211,9 @@ def test_beam_vocabulary_refuses_what_is_not_text(tmp_path, corpus_file):
 
 
 def test_beam_shards_refuse_what_is_not_text(tmp_path, corpus_file, vocab_file):
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
-    greek = tmp_path / "greek.txt"
-    greek.write_text(conftest.greek_text(), encoding="utf-8")
+    binary = conftest.write_binary(tmp_path)
+    junk = conftest.write_undecodable(tmp_path)
+    greek = conftest.write_greek(tmp_path)
     out = tmp_path / "out"
     with pytest.raises(UserError, match="ls is not text.*NUL"):
         beam_shards.build_shards_beam(_config(str(binary), vocab_file, out))
@@ -248,8 +237,7 @@ def test_beam_shards_refuse_what_is_not_text(tmp_path, corpus_file, vocab_file):
 def test_beam_scripts_end_refusals_with_one_error_line(
     tmp_path, corpus_file, vocab_file
 ):
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
+    junk = conftest.write_undecodable(tmp_path)
     inputs = f"--input={corpus_file},{junk}"
     beam_flags = ("--runner=DirectRunner", "--num_partitions=2")
     result = test_scripts._run(
@@ -274,59 +262,52 @@ def test_beam_scripts_end_refusals_with_one_error_line(
     assert sorted(os.listdir(tmp_path)) == ["junk.txt"]
 
 
-def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
+def _start_on_a_big_corpus(tmp_path, script, *flags):
+    """Starts `script` on two partitions of a large corpus, with `flags`."""
     corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
-    out = tmp_path / "out"
-    process = test_script_errors.start_script(
-        "build_shards.py",
+    return test_script_errors.start_script(
+        script,
         f"--input={corpus_file}",
-        f"--vocab_file={vocab_file}",
-        f"--output_dir={out}",
-        "--max_seq_length=32",
+        *flags,
         "--runner=DirectRunner",
         "--num_partitions=2",
     )
+
+
+def _interrupt_at_work(process, directory, prefix):
+    """SIGTERMs `process` once its work directory (a name starting with
+    `prefix`) is in `directory`; asserts that it stopped as interrupted."""
     test_script_errors.wait_for_temporaries(
-        process,
-        out,
-        lambda name: name.startswith(shard_outputs.BEAM_WORK_DIR_PREFIX),
+        process, directory, lambda name: name.startswith(prefix)
     )
     subprocesses.interrupt(process, signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert (
-        stderr.strip()
-        .splitlines()[-1]
-        .startswith("ERROR: Interrupted by SIGTERM;")
+    subprocesses.assert_interrupted(process, stderr, signal.SIGTERM)
+
+
+def test_interrupted_beam_run_publishes_nothing(tmp_path, vocab_file):
+    out = tmp_path / "out"
+    process = _start_on_a_big_corpus(
+        tmp_path,
+        "build_shards.py",
+        f"--vocab_file={vocab_file}",
+        f"--output_dir={out}",
+        "--max_seq_length=32",
     )
+    _interrupt_at_work(process, out, shard_outputs.BEAM_WORK_DIR_PREFIX)
     assert not out.exists()
 
 
 def test_interrupted_beam_vocabulary_publishes_nothing(tmp_path):
-    corpus_file = test_script_errors.big_corpus(tmp_path / "big.txt", 30000)
     out_dir = tmp_path / "v"
-    process = test_script_errors.start_script(
+    process = _start_on_a_big_corpus(
+        tmp_path,
         "build_vocab.py",
-        f"--input={corpus_file}",
         f"--output={out_dir / 'vocab.txt'}",
         "--vocab_size=200",
-        "--runner=DirectRunner",
-        "--num_partitions=2",
     )
     # The pipeline's work directory appears in the output's directory.
-    test_script_errors.wait_for_temporaries(
-        process,
-        out_dir,
-        lambda name: name.startswith(beam_vocab.WORK_DIR_PREFIX),
-    )
-    subprocesses.interrupt(process, signal.SIGTERM)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert (
-        stderr.strip()
-        .splitlines()[-1]
-        .startswith("ERROR: Interrupted by SIGTERM;")
-    )
+    _interrupt_at_work(process, out_dir, beam_vocab.WORK_DIR_PREFIX)
     assert not out_dir.exists()
 
 

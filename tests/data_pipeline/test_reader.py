@@ -12,6 +12,7 @@ from data_pipeline import read_manifest
 from data_pipeline import verify_shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
+from tests.sizes import encoder_sizes
 
 SEQ = conftest.TEST_SEQ_LENGTH
 
@@ -198,13 +199,7 @@ def test_input_context_shards_examples_with_few_files(
 
     out = tmp_path / "one"
     manifest = shards.build_shards(
-        shards.ShardConfig(
-            input_patterns=corpus_file,
-            vocab_file=vocab_file,
-            output_dir=str(out),
-            max_seq_length=SEQ,
-            num_shards=1,
-        )
+        conftest.shard_config(corpus_file, vocab_file, out, num_shards=1)
     )
     counts = []
     for pipeline in range(3):
@@ -367,13 +362,8 @@ def test_gzip_shards_round_trip(
 
     out = tmp_path / "gz"
     shards.build_shards(
-        shards.ShardConfig(
-            input_patterns=corpus_file,
-            vocab_file=vocab_file,
-            output_dir=str(out),
-            max_seq_length=SEQ,
-            num_shards=3,
-            compression="gzip",
+        conftest.shard_config(
+            corpus_file, vocab_file, out, num_shards=3, compression="gzip"
         )
     )
     kwargs = dict(
@@ -398,11 +388,8 @@ def test_keras_hub_bert_masked_lm_fits(dynamic_shards, vocab_file):
     vocab = vocab_lib.load_vocabulary(vocab_file)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=vocab.size,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
         max_sequence_length=SEQ,
+        **encoder_sizes(16, num_layers=1),
     )
     model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
     model.compile(optimizer="adam", weighted_metrics=[])

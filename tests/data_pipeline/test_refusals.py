@@ -17,14 +17,17 @@ SEQ = conftest.TEST_SEQ_LENGTH
 
 
 def _config(input_file, vocab_file, output_dir, **kwargs):
-    kwargs.setdefault("max_seq_length", SEQ)
     kwargs.setdefault("num_shards", 2)
-    return shards.ShardConfig(
-        input_patterns=str(input_file),
-        vocab_file=vocab_file,
-        output_dir=str(output_dir),
-        **kwargs,
+    return conftest.shard_config(
+        str(input_file), vocab_file, output_dir, **kwargs
     )
+
+
+def _refusal(config):
+    """The message of the `UserError` that `build_shards(config)` raises."""
+    with pytest.raises(UserError) as error:
+        shards.build_shards(config)
+    return str(error.value)
 
 
 def _tree(path):
@@ -42,12 +45,9 @@ def _tree(path):
 
 
 def test_binary_input_is_refused_before_building(tmp_path, vocab_file):
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
+    binary = conftest.write_binary(tmp_path)
     out = tmp_path / "out"
-    with pytest.raises(UserError) as error:
-        shards.build_shards(_config(binary, vocab_file, out))
-    message = str(error.value)
+    message = _refusal(_config(binary, vocab_file, out))
     assert str(binary) in message and "byte 7" in message
     assert "--allow_nul_bytes" in message
     assert not out.exists()
@@ -68,12 +68,9 @@ def test_nul_after_the_sniffed_bytes_is_refused_while_reading(
 
 
 def test_undecodable_input_is_refused_then_let_through(tmp_path, vocab_file):
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
+    junk = conftest.write_undecodable(tmp_path)
     out = tmp_path / "out"
-    with pytest.raises(UserError) as error:
-        shards.build_shards(_config(junk, vocab_file, out))
-    message = str(error.value)
+    message = _refusal(_config(junk, vocab_file, out))
     assert str(junk) in message and "200 of its 200 non-blank lines" in message
     assert (
         "(100.0%)" in message and "--max_invalid_line_fraction=0.05" in message
@@ -98,8 +95,7 @@ def test_undecodable_input_is_refused_then_let_through(tmp_path, vocab_file):
 
 
 def test_overrides_let_a_binary_file_through(tmp_path, vocab_file):
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
+    binary = conftest.write_binary(tmp_path)
     manifest = shards.build_shards(
         _config(
             binary,
@@ -117,14 +113,11 @@ def test_overrides_let_a_binary_file_through(tmp_path, vocab_file):
 def test_unk_heavy_text_is_refused_and_old_shards_stay(
     tmp_path, corpus_file, vocab_file
 ):
-    greek = tmp_path / "greek.txt"
-    greek.write_text(conftest.greek_text(), encoding="utf-8")
+    greek = conftest.write_greek(tmp_path)
     out = tmp_path / "out"
     shards.build_shards(_config(corpus_file, vocab_file, out))
     before = _tree(out)
-    with pytest.raises(UserError) as error:
-        shards.build_shards(_config(greek, vocab_file, out, overwrite=True))
-    message = str(error.value)
+    message = _refusal(_config(greek, vocab_file, out, overwrite=True))
     assert str(greek) in message and vocab_file in message
     assert "100.0% of the 480 tokens are [UNK]" in message
     assert "--max_unk_fraction=0.05" in message
@@ -170,10 +163,8 @@ def test_damaged_gzip_is_named_not_a_tensorflow_error(
 
 @pytest.mark.parametrize("learner", ["tokenizers", "tf_text"])
 def test_vocabulary_builders_refuse_what_is_not_text(tmp_path, learner):
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
+    binary = conftest.write_binary(tmp_path)
+    junk = conftest.write_undecodable(tmp_path)
     out = tmp_path / "new" / "vocab.txt"
     with pytest.raises(UserError, match="ls is not text.*NUL"):
         vocab_lib.build_vocabulary(str(binary), 100, str(out), learner=learner)

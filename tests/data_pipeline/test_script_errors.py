@@ -55,12 +55,9 @@ def error_line(result, code=USAGE, before_tensorflow=False, logs=False):
 @pytest.fixture()
 def files(tmp_path, corpus_file, vocab_file):
     """Bad and good inputs, and the expected start of each error."""
-    binary = tmp_path / "ls"
-    binary.write_bytes(conftest.binary_bytes())
-    junk = tmp_path / "junk.txt"
-    junk.write_bytes(conftest.undecodable_bytes())
-    greek = tmp_path / "greek.txt"
-    greek.write_text(conftest.greek_text(), encoding="utf-8")
+    binary = conftest.write_binary(tmp_path)
+    junk = conftest.write_undecodable(tmp_path)
+    greek = conftest.write_greek(tmp_path)
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     (tmp_path / "dir").mkdir()
@@ -477,12 +474,7 @@ def test_interrupted_build_shards(tmp_path, files, how):
     assert "manifest.json" not in names
     assert not [n for n in names if not n.startswith(".")], names
     if how == signal.SIGTERM:
-        assert process.returncode == 128 + signal.SIGTERM, stderr
-        assert (
-            stderr.strip()
-            .splitlines()[-1]
-            .startswith("ERROR: Interrupted by SIGTERM;")
-        )
+        subprocesses.assert_interrupted(process, stderr, signal.SIGTERM)
         assert "Traceback" not in stderr
         assert not out.exists()  # Its temporaries and the directory removed.
     # A killed run's temporaries do not block the next run (no --overwrite).
@@ -503,11 +495,6 @@ def test_interrupted_build_vocab(tmp_path, files):
     wait_for_reading(process, corpus)  # Counting words.
     subprocesses.interrupt(process, signal.SIGINT)  # Ctrl-C
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGINT, stderr
-    assert (
-        stderr.strip()
-        .splitlines()[-1]
-        .startswith("ERROR: Interrupted by SIGINT;")
-    )
+    subprocesses.assert_interrupted(process, stderr, signal.SIGINT)
     assert "Traceback" not in stderr
     assert not (tmp_path / "v").exists()

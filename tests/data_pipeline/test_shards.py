@@ -31,14 +31,8 @@ def _records(directory, manifest):
 
 
 def _config(corpus_file, vocab_file, output_dir, **kwargs):
-    kwargs.setdefault("max_seq_length", SEQ)
     kwargs.setdefault("num_shards", 3)
-    return shards.ShardConfig(
-        input_patterns=corpus_file,
-        vocab_file=vocab_file,
-        output_dir=str(output_dir),
-        **kwargs,
-    )
+    return conftest.shard_config(corpus_file, vocab_file, output_dir, **kwargs)
 
 
 def test_dynamic_shards_hold_the_whole_tokenized_corpus(
