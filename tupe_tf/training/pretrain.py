@@ -32,6 +32,7 @@ from tupe_tf.training.callbacks import TrainingLogger
 from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
+from tupe_tf.utils import disk_full
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
@@ -356,6 +357,8 @@ def run_pretraining(config: PretrainConfig):
             holds `model_dir`.
         run_record.ChangedRunError: (a `UserError`) a resume with other
             data settings than the checkpoints' (`run.json`).
+        disk_full.DiskFullError: (a `UserError`) a write found the disk
+            full; names the checkpoint a rerun resumes from.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
 
@@ -367,8 +370,17 @@ def run_pretraining(config: PretrainConfig):
     """
     require_tensorflow("Pre-training with run_pretraining")
     strategy = start_run(config)
-    with hold_model_dir(config, strategy):
-        return _pretrain(prepare_run(config, strategy))
+    try:
+        with hold_model_dir(config, strategy):
+            return _pretrain(prepare_run(config, strategy))
+    except Exception as error:
+        if disk_full.is_disk_full(error):
+            raise disk_full.DiskFullError(
+                f"{disk_full.disk_full_message(error, config.model_dir)} "
+                f"{pretrain_model.resume_note(config)} Free space and rerun "
+                "the same command."
+            ) from error
+        raise
 
 
 def _pretrain(run):
@@ -376,6 +388,9 @@ def _pretrain(run):
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
     try:
+        pretrain_model.remove_temporary_checkpoints(
+            distribution.worker_dir(run.config.checkpoint_dir, run.strategy)
+        )
         model, manager, start_step = pretrain_model.build_and_restore(run)
         run_record.check_or_record(run, start_step > 0, run.chief)
         if run.chief:

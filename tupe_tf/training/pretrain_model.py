@@ -11,6 +11,7 @@ import warnings
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
@@ -179,6 +180,32 @@ def restore_latest_checkpoint(checkpoint, config):
                 "over."
             )
     return latest
+
+
+def resume_note(config):
+    """Which complete checkpoint a rerun of `config` resumes from."""
+    latest = tf.train.latest_checkpoint(config.checkpoint_dir)
+    if latest is None:
+        return "No checkpoint was complete yet: a rerun starts from step 0."
+    step = latest.rsplit("-", 1)[-1]
+    return (
+        "A rerun resumes from the last complete checkpoint, "
+        f"{latest} (step {step})."
+    )
+
+
+def remove_temporary_checkpoints(directory):
+    """Removes the `ckpt-<N>_temp*` directories a checkpoint save left when
+    it failed (a full disk) or was killed; the run holds `--model_dir`, so
+    no save of another run is under way."""
+    for path in tf.io.gfile.glob(os.path.join(directory, "ckpt-*_temp*")):
+        logging.warning(
+            "Removing %s, left by a checkpoint save that failed.", path
+        )
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        else:
+            tf.io.gfile.remove(path)
 
 
 def float32_model(model, run):

@@ -11,8 +11,13 @@
   at once, without cleaning up) ends with one `ERROR:` line and exit code
   128 + the signal number, after the library removed its temporary files:
   outputs are published only when complete (`tupe_tf.utils.interrupts`).
-- Any other exception is a bug or a failure of the machine (out of memory,
-  a full disk) and keeps its traceback.
+- A write that finds the disk full (`tupe_tf.utils.disk_full`) ends with
+  one `ERROR:` line naming the output and exit code 2: the atomic writers
+  published nothing half-written, so a rerun once space is freed loses
+  nothing (pre-training's message also names the checkpoint it resumes
+  from).
+- Any other exception is a bug or a failure of the machine (out of memory)
+  and keeps its traceback.
 
 Example (a script's last lines):
 >>> def main(argv):  # doctest: +SKIP
@@ -30,6 +35,7 @@ from absl import app
 from absl import flags
 from absl import logging as absl_logging
 
+from tupe_tf.utils import disk_full
 from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import USER_ERROR_EXIT_CODE
 from tupe_tf.utils.errors import UserError
@@ -116,6 +122,11 @@ def run(main):
                 fail(e, e.exit_code)
             if isinstance(e, app.UsageError):
                 fail(e)
+            if disk_full.is_disk_full(e):
+                fail(
+                    f"{disk_full.disk_full_message(e)} Nothing half-written "
+                    "was published: free space and run it again."
+                )
             raise
         finally:
             interrupts.uninstall()
