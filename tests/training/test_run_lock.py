@@ -159,6 +159,17 @@ def test_each_worker_holds_a_lock_of_its_own_name(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_without_proc_the_holder_still_releases_its_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_lock, "process_start_time", lambda pid: None)
+    run_lock._start_time.cache_clear()
+    try:
+        with run_lock.hold(tmp_path):
+            time.sleep(0.05)
+        assert os.listdir(tmp_path) == []
+    finally:
+        run_lock._start_time.cache_clear()
+
+
 @pytest.mark.large
 def test_a_second_run_is_refused_then_a_stale_lock_taken_over(
     tmp_path, shards, vocab_file, data_flags, sleeper, caplog

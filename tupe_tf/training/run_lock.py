@@ -24,6 +24,7 @@ Example:
 
 import contextlib
 import datetime
+import functools
 import json
 import os
 import secrets
@@ -65,13 +66,20 @@ def process_start_time(pid):
     return round(boot + ticks / os.sysconf("SC_CLK_TCK"), 2)
 
 
+@functools.cache
+def _start_time(pid):
+    # Without /proc, the first time asked stands for the start time: a
+    # lock's holder must find the same value when it releases the lock.
+    return process_start_time(pid) or round(time.time(), 2)
+
+
 def this_process():
     """The lock document of this process."""
     pid = os.getpid()
     return {
         "host": socket.gethostname(),
         "pid": pid,
-        "start_time": process_start_time(pid) or round(time.time(), 2),
+        "start_time": _start_time(pid),
     }
 
 
