@@ -963,6 +963,33 @@ def test_sinusoidal_table_is_the_spec_formula_and_fixed():
     assert_allclose(table, ref.sinusoidal_table(MAX_LEN, HIDDEN), atol=1e-6)
 
 
+def test_load_bert_weights_into_shaw_leaves_only_its_tables_new():
+    bert = keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB,
+        num_layers=LAYERS,
+        num_heads=HEADS,
+        hidden_dim=HIDDEN,
+        intermediate_dim=FFN,
+        max_sequence_length=MAX_LEN,
+    )
+    randomize(bert, seed=8)
+    backbone = make_backbone(position_encoding="shaw")
+    new_variables = tupe_tf.load_bert_weights(backbone, bert)
+    assert [id(v) for v in new_variables] == [
+        id(v) for v in shaw_tables(backbone)
+    ]
+    for ours, theirs in zip(
+        backbone.transformer_layers, bert.transformer_layers
+    ):
+        assert_allclose(
+            ours.attention_layer.get_weights()[0],
+            theirs._self_attention_layer.get_weights()[0],
+        )
+        assert_allclose(
+            ours.get_weights()[-1], theirs.get_weights()[-1], atol=0
+        )
+
+
 def test_load_bert_weights_into_sinusoidal_skips_the_fixed_table():
     bert = keras_hub.models.BertBackbone(
         **dict(SIZES, max_sequence_length=2 * MAX_LEN)

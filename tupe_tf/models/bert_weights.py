@@ -17,7 +17,8 @@ def load_bert_weights(tupe_backbone, bert_backbone):
     Copies the token, position (for `bert`/`bert-r`; `sinusoidal`'s table
     is fixed) and segment (for `segment_encoding="input"`) embeddings, the
     embedding LayerNorm, every transformer layer (same variables: only the
-    attention bias differs) and the pooler. With `position_encoding="bert"` the two models then give the
+    attention bias differs; a `query_logits` layer's table, e.g. `shaw`'s,
+    is new) and the pooler. With `position_encoding="bert"` the two models then give the
     same outputs. New positional parameters keep their initial values and are
     returned, so the caller knows what still needs training.
 
@@ -85,6 +86,22 @@ def load_bert_weights(tupe_backbone, bert_backbone):
     )
     copied = set()
     for target, source in pairs:
-        target.set_weights(source.get_weights())
-        copied.update(id(v) for v in target.weights)
+        variables = _bert_variables(target)
+        values = source.get_weights()
+        if len(variables) != len(values):
+            raise ValueError(
+                f"Cannot copy BERT weights into `{target.name}`: "
+                f"{len(values)} weights for {len(variables)} variables."
+            )
+        for variable, value in zip(variables, values):
+            variable.assign(value)
+        copied.update(id(v) for v in variables)
     return [v for v in tupe_backbone.weights if id(v) not in copied]
+
+
+def _bert_variables(layer):
+    """`layer`'s variables in order, less those of its `query_logits` hook
+    (a transformer layer's own position table, which BERT lacks)."""
+    hook = getattr(layer, "query_logits", None)
+    new = {id(v) for v in hook.weights} if hook is not None else set()
+    return [v for v in layer.weights if id(v) not in new]
