@@ -3,7 +3,7 @@
 Every model of the study is built for the longest of `eval_lengths` (its
 position tables end there). An option whose weights do not depend on that
 length (`PositionEncoding.length_free`: rope, alibi, sinusoidal, nope,
-kerple-log, fire) is rebuilt longer from its trained preset and evaluated at
+kerple-log, fire, shaw) is rebuilt longer from its trained preset and evaluated at
 `beyond_table_lengths` too. `rope` is also evaluated at every length past
 the training length with each length scaling (linear interpolation, NTK,
 YaRN; factor = length / training length), so the table shows what each
