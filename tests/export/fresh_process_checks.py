@@ -65,6 +65,17 @@ def loss_of(outputs):
     )
 
 
+def check_trainable_model(model, inputs, ref, variables, what, gradients_what):
+    """Checks `model`'s inference outputs against `ref`, then that a
+    training-mode loss reaches each of `variables()`."""
+    check_encoder_outputs(model(inputs, training=False), ref, what)
+    with tf.GradientTape() as tape:
+        loss = loss_of(model(inputs, training=True))
+    check_gradients(
+        tape, loss, variables(), int(ref["num_trainable"]), gradients_what
+    )
+
+
 def keras3_checks(ref):
     import keras
 
@@ -92,18 +103,12 @@ def keras3_checks(ref):
     # 3. tupe_tf.hub.load, trainable, in a Keras 3 model.
     layer = tupe_tf.hub.load(str(ref["encoder"]), trainable=True)
     model = keras.Model(symbolic, layer(symbolic))
-    check_encoder_outputs(
-        model(inputs, training=False),
+    check_trainable_model(
+        model,
+        inputs,
         ref,
+        lambda: [v.value for v in model.trainable_variables],
         "tupe_tf.hub.load encoder in a Keras 3 model",
-    )
-    with tf.GradientTape() as tape:
-        loss = loss_of(model(inputs, training=True))
-    check_gradients(
-        tape,
-        loss,
-        [v.value for v in model.trainable_variables],
-        int(ref["num_trainable"]),
         "Keras 3 gradients reach every encoder variable",
     )
 
@@ -156,18 +161,12 @@ def tf_keras_checks(ref):
     }
     layer = hub.KerasLayer(str(ref["encoder"]), trainable=True)
     model = tf_keras.Model(symbolic, layer(symbolic))
-    check_encoder_outputs(
-        model(inputs, training=False),
+    check_trainable_model(
+        model,
+        inputs,
         ref,
+        lambda: model.trainable_variables,
         "hub.KerasLayer(trainable=True) in a tf-keras model",
-    )
-    with tf.GradientTape() as tape:
-        loss = loss_of(model(inputs, training=True))
-    check_gradients(
-        tape,
-        loss,
-        model.trainable_variables,
-        int(ref["num_trainable"]),
         "tf-keras gradients reach every encoder variable",
     )
 

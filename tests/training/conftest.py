@@ -12,10 +12,14 @@ import sys
 
 import pytest
 
+from tests.sizes import encoder_sizes
+
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
 PRETRAIN_SCRIPT = os.path.join(REPO, "scripts", "pretrain.py")
+# The GLUE data beside the checkout, where present.
+SHARED_GLUE = os.path.join(REPO, "..", "shared", "data", "glue")
 FINETUNE_SCRIPT = os.path.join(REPO, "scripts", "finetune_glue.py")
 SEQ_LENGTH = 32
 
@@ -39,6 +43,20 @@ def subprocess_env(**extra):
     env.pop("TF_CONFIG", None)
     env.update(extra)
     return env
+
+
+def assert_refused(run, *fragments):
+    """A script run refused: one `ERROR:` line holding every fragment, exit 2, no traceback."""
+    output = run.stderr[-4000:]
+    assert run.returncode == 2, output
+    assert "Traceback" not in run.stderr, output
+    errors = [
+        line for line in run.stderr.splitlines() if line.startswith("ERROR:")
+    ]
+    assert len(errors) == 1, output
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
 
 
 def run_script(script, args, timeout=240, **env):
@@ -129,11 +147,8 @@ def tiny_preset(data_dir, vocab_file):
     tokenizer = tupe_tf.TupeTokenizer(vocabulary=vocab_file, lowercase=True)
     backbone = tupe_tf.TupeBackbone(
         tokenizer.vocabulary_size(),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
         max_sequence_length=64,
+        **encoder_sizes(32),
         position_encoding="tupe-r",
         segment_encoding="per-head",
     )
@@ -147,6 +162,20 @@ def tiny_preset(data_dir, vocab_file):
     shutil.rmtree(path, ignore_errors=True)
     model.save_to_preset(path)
     return path
+
+
+def sst2_config(output_dir, preset, glue_dir, **overrides):
+    """A `GlueConfig` fine-tuning `preset` on SST-2 at length 16."""
+    from tupe_tf.training import GlueConfig
+
+    return GlueConfig(
+        task="sst2",
+        preset=preset,
+        glue_dir=glue_dir,
+        output_dir=str(output_dir),
+        seq_length=16,
+        **overrides,
+    )
 
 
 def pretrain_config(model_dir, shards, vocab_file, **overrides):
@@ -168,13 +197,7 @@ def pretrain_config(model_dir, shards, vocab_file, **overrides):
         for k in list(overrides)
         if k in config_lib.RuntimeConfig.__dataclass_fields__
     }
-    model = dict(
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=32,
-        intermediate_dim=64,
-        max_sequence_length=64,
-    )
+    model = dict(encoder_sizes(32), max_sequence_length=64)
     model.update(model_overrides)
     optimizer = dict(learning_rate=1e-3, warmup_steps=2)
     optimizer.update(optimizer_overrides)

@@ -8,22 +8,17 @@ import numpy as np
 import pytest
 
 from tests.training.conftest import FINETUNE_SCRIPT
+from tests.training.conftest import SHARED_GLUE
 from tests.training.conftest import run_script
+from tests.training.conftest import sst2_config
 from tupe_tf.training import GlueConfig
 from tupe_tf.training import RuntimeConfig
 from tupe_tf.training.finetune import _features
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.finetune import summarize_runs
 
-SHARED_GLUE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)),
-    "..",
-    "..",
-    "..",
-    "shared",
-    "data",
-    "glue",
-)
+# One learning rate, one seed, one epoch.
+ONE_SHORT_RUN = dict(learning_rates=[1e-3], seeds=[0], num_epochs=1, verbose=0)
 
 
 @pytest.fixture(scope="module")
@@ -114,18 +109,8 @@ def sentiment_glue_dir(tmp_path_factory):
 
 def _sentiment_config(output_dir, preset, glue_dir, **overrides):
     """A 5-epoch SST-2 run on the tiny learnable sentiment fixture."""
-    return GlueConfig(
-        task="sst2",
-        preset=preset,
-        glue_dir=glue_dir,
-        output_dir=str(output_dir),
-        seq_length=16,
-        seeds=[0],
-        batch_size=16,
-        num_epochs=5,
-        verbose=0,
-        **overrides,
-    )
+    settings = dict(seeds=[0], batch_size=16, num_epochs=5, verbose=0)
+    return sst2_config(output_dir, preset, glue_dir, **settings, **overrides)
 
 
 @pytest.mark.large
@@ -296,13 +281,10 @@ def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
             glue_dir=SHARED_GLUE,
             output_dir=str(tmp_path),
             seq_length=32,
-            learning_rates=[1e-3],
-            seeds=[0],
             batch_size=32,
-            num_epochs=1,
             max_train_examples=256,
             max_eval_examples=128,
-            verbose=0,
+            **ONE_SHORT_RUN,
         )
     )
     assert results["num_train_examples"] == 256
@@ -352,11 +334,8 @@ def test_regression_and_three_way_tasks_run(tmp_path, tiny_preset):
                 glue_dir=str(root),
                 output_dir=str(tmp_path / "out"),
                 seq_length=16,
-                learning_rates=[1e-3],
-                seeds=[0],
                 batch_size=8,
-                num_epochs=1,
-                verbose=0,
+                **ONE_SHORT_RUN,
             )
         )
         assert {k: set(v) for k, v in results["best"].items()} == expected

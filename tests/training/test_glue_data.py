@@ -6,16 +6,7 @@ import numpy as np
 import pytest
 
 from data_pipeline import glue
-
-SHARED_GLUE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)),
-    "..",
-    "..",
-    "..",
-    "shared",
-    "data",
-    "glue",
-)
+from tests.training.conftest import SHARED_GLUE
 
 # Two rows per file, in each task's official layout.
 FIXTURES = {
@@ -116,38 +107,37 @@ def test_missing_file_is_named(glue_dir):
         glue.load_glue("sst2", "validation", glue_dir=glue_dir)
 
 
-def test_missing_column_is_named(tmp_path):
-    (tmp_path / "RTE").mkdir()
-    (tmp_path / "RTE" / "train.tsv").write_text(
-        "index\tsentence1\tlabel\n0\ta\tentailment\n"
-    )
-    with pytest.raises(
-        ValueError, match=r"RTE/train\.tsv: no column 'sentence2'"
-    ):
-        glue.load_glue("rte", "train", glue_dir=str(tmp_path))
-
-
-def test_bad_label_names_file_and_line(tmp_path):
-    (tmp_path / "QNLI").mkdir()
-    (tmp_path / "QNLI" / "train.tsv").write_text(
-        "index\tquestion\tsentence\tlabel\n0\ta\tb\tentailment\n1\tc\td\tmaybe\n"
-    )
-    with pytest.raises(
-        ValueError,
-        match=r"QNLI/train\.tsv:3: label column 'label' holds 'maybe'",
-    ):
-        glue.load_glue("qnli", "train", glue_dir=str(tmp_path))
-
-
-def test_short_row_names_file_and_line(tmp_path):
-    (tmp_path / "SST-2").mkdir()
-    (tmp_path / "SST-2" / "train.tsv").write_text(
-        "sentence\tlabel\nok\t1\nbroken\n"
-    )
-    with pytest.raises(
-        ValueError, match=r"SST-2/train\.tsv:3: 1 tab-separated columns"
-    ):
-        glue.load_glue("sst2", "train", glue_dir=str(tmp_path))
+@pytest.mark.parametrize(
+    "task, directory, rows, match",
+    [
+        (
+            "rte",
+            "RTE",
+            "index\tsentence1\tlabel\n0\ta\tentailment\n",
+            r"RTE/train\.tsv: no column 'sentence2'",
+        ),
+        (
+            "qnli",
+            "QNLI",
+            "index\tquestion\tsentence\tlabel\n0\ta\tb\tentailment\n1\tc\td\tmaybe\n",
+            r"QNLI/train\.tsv:3: label column 'label' holds 'maybe'",
+        ),
+        (
+            "sst2",
+            "SST-2",
+            "sentence\tlabel\nok\t1\nbroken\n",
+            r"SST-2/train\.tsv:3: 1 tab-separated columns",
+        ),
+    ],
+    ids=["missing_column", "bad_label", "short_row"],
+)
+def test_bad_train_file_names_file_and_line(
+    tmp_path, task, directory, rows, match
+):
+    (tmp_path / directory).mkdir()
+    (tmp_path / directory / "train.tsv").write_text(rows)
+    with pytest.raises(ValueError, match=match):
+        glue.load_glue(task, "train", glue_dir=str(tmp_path))
 
 
 def test_unknown_task_and_split_are_refused(glue_dir):

@@ -22,10 +22,11 @@ from tests.training.conftest import FINETUNE_SCRIPT
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
 from tests.training.conftest import TINY_MODEL_FLAGS
+from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import run_script
+from tests.training.conftest import sst2_config
 from tests.training.conftest import subprocess_env
-from tupe_tf.training import GlueConfig
 from tupe_tf.training import pretrain
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.pretrain import run_pretraining
@@ -34,20 +35,6 @@ from tupe_tf.utils.errors import UserError
 
 SCRIPTS = os.path.join(REPO, "scripts")
 EXPORT_SCRIPT = os.path.join(SCRIPTS, "export.py")
-
-
-def assert_refused(run, *fragments):
-    """One `ERROR:` line holding every fragment, exit 2, no traceback."""
-    output = run.stderr[-4000:]
-    assert run.returncode == 2, output
-    assert "Traceback" not in run.stderr, output
-    errors = [
-        line for line in run.stderr.splitlines() if line.startswith("ERROR:")
-    ]
-    assert len(errors) == 1, output
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
 
 
 def _records_end(path, count):
@@ -224,31 +211,28 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
         )
         return run_pretraining(config)
 
+    def assert_refused_and_unchanged(match, **overrides):
+        before = snapshot()
+        with pytest.raises(UserError, match=match):
+            rerun(**overrides)
+        assert snapshot() == before
+
     # Model flags other than those of the checkpoint.
-    before = snapshot()
-    with pytest.raises(UserError, match=r"ckpt-2 cannot be restored"):
-        rerun(hidden_dim=64, intermediate_dim=64)
-    assert snapshot() == before
+    assert_refused_and_unchanged(
+        r"ckpt-2 cannot be restored", hidden_dim=64, intermediate_dim=64
+    )
     # Garbage in the checkpoint's index, then in the `checkpoint` index file.
     index = checkpoints / "ckpt-2.index"
     index.write_bytes(b"garbage" * 10)
-    before = snapshot()
-    with pytest.raises(
-        UserError,
-        match=r"--model_dir=.*checkpoint .*ckpt-2 cannot be restored .*"
-        r"Nothing was changed",
-    ):
-        rerun()
-    assert snapshot() == before
+    assert_refused_and_unchanged(
+        r"--model_dir=.*checkpoint .*ckpt-2 cannot be restored .*"
+        r"Nothing was changed"
+    )
     (checkpoints / "checkpoint").write_text("{{{ not a checkpoint index")
-    before = snapshot()
-    with pytest.raises(
-        UserError,
-        match=r"the checkpoint index .*checkpoint is missing, unreadable or "
-        r"names a checkpoint that is gone, but the directory holds ckpt-2",
-    ):
-        rerun()
-    assert snapshot() == before
+    assert_refused_and_unchanged(
+        r"the checkpoint index .*checkpoint is missing, unreadable or "
+        r"names a checkpoint that is gone, but the directory holds ckpt-2"
+    )
 
 
 @pytest.mark.large
@@ -308,13 +292,7 @@ def test_damaged_preset_is_refused_before_fine_tuning(
 ):
     preset = _copy_preset(tiny_preset, tmp_path)
     _cut(os.path.join(preset, damaged))
-    config = GlueConfig(
-        task="sst2",
-        preset=preset,
-        glue_dir=glue_dir,
-        output_dir=str(tmp_path / "out"),
-        seq_length=16,
-    )
+    config = sst2_config(tmp_path / "out", preset, glue_dir)
     with pytest.raises(
         UserError,
         match=rf"--preset: Preset .* is damaged: {damaged} cannot be read",
@@ -328,13 +306,7 @@ def test_unwritable_output_dir_is_refused_before_fine_tuning(
 ):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    config = GlueConfig(
-        task="sst2",
-        preset=tiny_preset,
-        glue_dir=glue_dir,
-        output_dir=str(blocker),
-        seq_length=16,
-    )
+    config = sst2_config(blocker, tiny_preset, glue_dir)
     with pytest.raises(
         UserError, match=r"--output_dir=.*a_file/sst2' is not writable"
     ):
@@ -344,13 +316,7 @@ def test_unwritable_output_dir_is_refused_before_fine_tuning(
 def test_glue_file_that_is_not_text_is_named(tmp_path, tiny_preset, glue_dir):
     with open(os.path.join(glue_dir, "SST-2", "train.tsv"), "wb") as f:
         f.write(b"sentence\tlabel\n\xff\xfe\x00binary\t1\n")
-    config = GlueConfig(
-        task="sst2",
-        preset=tiny_preset,
-        glue_dir=glue_dir,
-        output_dir=str(tmp_path / "out"),
-        seq_length=16,
-    )
+    config = sst2_config(tmp_path / "out", tiny_preset, glue_dir)
     with pytest.raises(
         UserError,
         match=r"--glue_dir=.*: the GLUE sst2 train file is not UTF-8 text",
