@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.data_pipeline.conftest import shard_config
 from tests.sizes import encoder_sizes
 
 REPO = os.path.dirname(
@@ -43,6 +44,12 @@ def subprocess_env(**extra):
     env.pop("TF_CONFIG", None)
     env.update(extra)
     return env
+
+
+def pretrain_flags(data_flags, model_dir, *flags):
+    """Flags of the pre-training script: the tiny model, `data_flags`,
+    `--model_dir` and `flags`."""
+    return TINY_MODEL_FLAGS + data_flags + [f"--model_dir={model_dir}", *flags]
 
 
 def assert_refused(run, *fragments):
@@ -112,16 +119,9 @@ def shards(data_dir, corpus_file, vocab_file):
     import data_pipeline
 
     output_dir = str(data_dir / "shards")
-    data_pipeline.build_shards(
-        data_pipeline.ShardConfig(
-            input_patterns=corpus_file,
-            vocab_file=vocab_file,
-            output_dir=output_dir,
-            max_seq_length=SEQ_LENGTH,
-            num_shards=2,
-            lowercase=True,
-        )
-    )
+    settings = dict(max_seq_length=SEQ_LENGTH, num_shards=2, lowercase=True)
+    config = shard_config(corpus_file, vocab_file, output_dir, **settings)
+    data_pipeline.build_shards(config)
     files = sorted(
         os.path.join(output_dir, f)
         for f in os.listdir(output_dir)

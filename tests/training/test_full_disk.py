@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from tests.training.conftest import PRETRAIN_SCRIPT
-from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
+from tests.training.conftest import pretrain_flags
 from tests.training.conftest import run_script
 from tupe_tf.training import pretrain_model
 from tupe_tf.training.pretrain import run_pretraining
@@ -110,17 +110,14 @@ def test_a_full_tmpfs_is_one_error_line_and_a_rerun_resumes(
 ):
     mount_point, remount = small_tmpfs
     model_dir = mount_point / "model"
-    flags = (
-        TINY_MODEL_FLAGS
-        + data_flags
-        + [
-            f"--model_dir={model_dir}",
-            "--num_train_steps=4",
-            "--save_every=2",
-            "--global_batch_size=8",
-            "--eval_every=0",
-            "--eval_steps=1",
-        ]
+    flags = pretrain_flags(
+        data_flags,
+        model_dir,
+        "--num_train_steps=4",
+        "--save_every=2",
+        "--global_batch_size=8",
+        "--eval_every=0",
+        "--eval_steps=1",
     )
     assert_refused(
         run_script(PRETRAIN_SCRIPT, flags),

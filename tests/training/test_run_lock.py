@@ -17,9 +17,9 @@ import types
 import pytest
 
 from tests.training.conftest import PRETRAIN_SCRIPT
-from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
+from tests.training.conftest import pretrain_flags
 from tests.training.conftest import run_script
 from tupe_tf.training import pretrain
 from tupe_tf.training import run_lock
@@ -181,16 +181,13 @@ def test_a_second_run_is_refused_then_a_stale_lock_taken_over(
     lock = write_lock(
         model_dir, host=socket.gethostname(), pid=sleeper.pid, start_time=start
     )
-    flags = (
-        TINY_MODEL_FLAGS
-        + data_flags
-        + [
-            f"--model_dir={model_dir}",
-            "--num_train_steps=2",
-            "--save_every=2",
-            "--global_batch_size=8",
-            "--eval_steps=1",
-        ]
+    flags = pretrain_flags(
+        data_flags,
+        model_dir,
+        "--num_train_steps=2",
+        "--save_every=2",
+        "--global_batch_size=8",
+        "--eval_steps=1",
     )
     assert_refused(
         run_script(PRETRAIN_SCRIPT, flags),

@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 from tests.training.conftest import PRETRAIN_SCRIPT
-from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
+from tests.training.conftest import pretrain_flags
 from tests.training.conftest import run_script
 from tupe_tf.training import run_record
 from tupe_tf.training.pretrain import run_pretraining
@@ -137,15 +137,12 @@ def test_a_resume_with_another_batch_size_is_one_error_line(
     checkpoints = model_dir / "checkpoints"
     before = sorted(os.listdir(checkpoints))
     assert "run.json" in before
-    flags = (
-        TINY_MODEL_FLAGS
-        + data_flags
-        + [
-            f"--model_dir={model_dir}",
-            "--num_train_steps=4",
-            "--save_every=2",
-            "--global_batch_size=16",
-        ]
+    flags = pretrain_flags(
+        data_flags,
+        model_dir,
+        "--num_train_steps=4",
+        "--save_every=2",
+        "--global_batch_size=16",
     )
     assert_refused(
         run_script(PRETRAIN_SCRIPT, flags),
