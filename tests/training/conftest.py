@@ -46,6 +46,17 @@ def subprocess_env(**extra):
     return env
 
 
+def pretrain_in_process(model_dir, shards, vocab_file, steps):
+    """Pre-trains the tiny model `steps` steps into `model_dir`, its one
+    checkpoint at the last step."""
+    from tupe_tf.training.pretrain import run_pretraining
+
+    config = pretrain_config(
+        model_dir, shards, vocab_file, num_train_steps=steps, save_every=steps
+    )
+    return run_pretraining(config)
+
+
 def pretrain_flags(data_flags, model_dir, *flags):
     """Flags of the pre-training script: the tiny model, `data_flags`,
     `--model_dir` and `flags`."""

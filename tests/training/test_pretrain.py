@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tests.training.conftest import SEQ_LENGTH
 from tests.training.conftest import pretrain_config
+from tests.training.conftest import pretrain_in_process
 from tupe_tf.training import run_pretraining
 from tupe_tf.training.callbacks import NonFiniteLossError
 from tupe_tf.utils.errors import UserError
@@ -187,11 +188,7 @@ def test_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(
     tmp_path, shards, vocab_file
 ):
     model_dir = tmp_path / "model"
-    run_pretraining(
-        pretrain_config(
-            model_dir, shards, vocab_file, num_train_steps=3, save_every=3
-        )
-    )
+    pretrain_in_process(model_dir, shards, vocab_file, 3)
     # Same run extended with an absurd learning rate: weights overflow to inf.
     config = pretrain_config(
         model_dir,

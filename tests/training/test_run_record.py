@@ -18,9 +18,9 @@ from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import pretrain_flags
+from tests.training.conftest import pretrain_in_process
 from tests.training.conftest import run_script
 from tupe_tf.training import run_record
-from tupe_tf.training.pretrain import run_pretraining
 
 
 def fake_run(model_dir, shards, vocab_file, train=None, **overrides):
@@ -129,11 +129,7 @@ def test_a_resume_with_another_batch_size_is_one_error_line(
     tmp_path, shards, vocab_file, data_flags
 ):
     model_dir = tmp_path / "model"
-    run_pretraining(
-        pretrain_config(
-            model_dir, shards, vocab_file, num_train_steps=2, save_every=2
-        )
-    )
+    pretrain_in_process(model_dir, shards, vocab_file, 2)
     checkpoints = model_dir / "checkpoints"
     before = sorted(os.listdir(checkpoints))
     assert "run.json" in before

@@ -24,6 +24,7 @@ from tests.training.conftest import REPO
 from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
+from tests.training.conftest import pretrain_in_process
 from tests.training.conftest import run_script
 from tests.training.conftest import sst2_config
 from tests.training.conftest import subprocess_env
@@ -188,11 +189,7 @@ def test_damaged_checkpoint_is_refused_and_left_as_it_is(
     tmp_path, shards, vocab_file
 ):
     model_dir = tmp_path / "model"
-    run_pretraining(
-        pretrain_config(
-            model_dir, shards, vocab_file, num_train_steps=2, save_every=2
-        )
-    )
+    pretrain_in_process(model_dir, shards, vocab_file, 2)
     checkpoints = model_dir / "checkpoints"
 
     def snapshot():
