@@ -313,6 +313,14 @@ class PretrainConfig(Settings):
         help="Examples per step summed over all replicas.",
         valid=at_least(1),
     )
+    gradient_accumulation_steps: int = setting(
+        1,
+        help="Micro-batches per optimizer step: each replica's share of "
+        "--global_batch_size runs forward and backward in this many parts, "
+        "whose mean gradient makes one update (memory follows the part; "
+        "steps, schedule, logs and checkpoints count updates).",
+        valid=at_least(1),
+    )
     num_train_steps: int = setting(
         2000,
         help="Optimizer steps in total (resumed ones included).",

@@ -166,3 +166,19 @@ def per_replica_batch_size(global_batch_size, strategy):
             f"{replicas}."
         )
     return global_batch_size // replicas
+
+
+def micro_batch_size(global_batch_size, strategy, accumulation_steps):
+    """Each replica's micro-batch under gradient accumulation, refusing a
+    batch per replica that `accumulation_steps` does not divide."""
+    per_replica = per_replica_batch_size(global_batch_size, strategy)
+    if per_replica % accumulation_steps:
+        multiple = accumulation_steps * strategy.num_replicas_in_sync
+        raise UserError(
+            f"--gradient_accumulation_steps={accumulation_steps} does not "
+            f"divide the batch of each replica ({per_replica} of "
+            f"--global_batch_size={global_batch_size}). Use a divisor of "
+            f"{per_replica}, or a --global_batch_size that is a multiple of "
+            f"{multiple}."
+        )
+    return per_replica // accumulation_steps

@@ -78,7 +78,11 @@ def validate_settings(config, strategy=None):
         )
     config.optimizer.resolve_warmup_steps(config.num_train_steps)
     if strategy is not None:
-        distribution.per_replica_batch_size(config.global_batch_size, strategy)
+        distribution.micro_batch_size(
+            config.global_batch_size,
+            strategy,
+            config.gradient_accumulation_steps,
+        )
     if not config.train_files:
         fileio.make_writable_directory(config.work_dir, "--work_dir")
     fileio.make_writable_directory(config.model_dir, "--model_dir")

@@ -16,6 +16,7 @@ from absl import logging
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import global_step
+from tupe_tf.training.gradient_accumulation import GradientAccumulation
 from tupe_tf.training.optimization import create_optimizer
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
@@ -96,6 +97,10 @@ def compile_masked_lm(model, config):
         jit_compile=config.runtime.jit_compile,
         steps_per_execution=config.runtime.steps_per_execution,
     )
+    if config.gradient_accumulation_steps > 1:
+        GradientAccumulation(
+            model, config.gradient_accumulation_steps
+        ).install()
     # Optimizer slots must exist before a checkpoint is restored into them.
     model.optimizer.build(model.trainable_variables)
     return model
