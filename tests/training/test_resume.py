@@ -28,7 +28,7 @@ pytestmark = pytest.mark.large
 NUM_STEPS = 24
 
 
-def _flags(data_flags, model_dir):
+def _flags(data_flags, model_dir, *extra):
     return (
         TINY_MODEL_FLAGS
         + data_flags
@@ -42,6 +42,7 @@ def _flags(data_flags, model_dir):
             "--warmup_steps=4",
             "--dropout=0",  # no RNG in training: the two runs must agree exactly
             "--log_every=4",
+            *extra,
         ]
     )
 
@@ -65,16 +66,23 @@ def _backbone_weights(preset):
     return [w.numpy() for w in tupe_tf.TupeBackbone.from_preset(preset).weights]
 
 
+# With gradient accumulation too: checkpoints and the data skip count
+# updates, each of which consumed its micro-batches.
+@pytest.mark.parametrize(
+    "extra", [(), ("--gradient_accumulation_steps=2",)], ids=["k1", "k2"]
+)
 def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
-    tmp_path, data_flags
+    tmp_path, data_flags, extra
 ):
     reference_dir = tmp_path / "reference"
-    reference = run_script(PRETRAIN_SCRIPT, _flags(data_flags, reference_dir))
+    reference = run_script(
+        PRETRAIN_SCRIPT, _flags(data_flags, reference_dir, *extra)
+    )
     assert reference.returncode == 0, reference.stderr[-4000:]
 
     crashed_dir = tmp_path / "crashed"
     command = [sys.executable, PRETRAIN_SCRIPT] + _flags(
-        data_flags, crashed_dir
+        data_flags, crashed_dir, *extra
     )
     process = subprocess.Popen(
         command,
@@ -98,7 +106,9 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
     killed_at = _checkpoint_steps(crashed_dir / "checkpoints")[-1]
     assert 8 <= killed_at < NUM_STEPS
 
-    resumed = run_script(PRETRAIN_SCRIPT, _flags(data_flags, crashed_dir))
+    resumed = run_script(
+        PRETRAIN_SCRIPT, _flags(data_flags, crashed_dir, *extra)
+    )
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     results = json.loads((crashed_dir / "results.json").read_text())
     assert results["global_step"] == NUM_STEPS
