@@ -19,6 +19,7 @@ from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
 from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import nested
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
 
@@ -180,7 +181,7 @@ class OptimizerConfig(Settings):
     )
     warmup_ratio: float = setting(
         0.01,
-        help="Warm-up as a fraction of --num_train_steps.",
+        help="Warm-up as a fraction of the training steps.",
         valid=between(0, 1, high_open=True),
     )
     weight_decay: float = setting(
@@ -448,15 +449,9 @@ class GlueConfig(Settings):
         "above, the paper's).",
         valid=at_least(1),
     )
-    warmup_ratio: float = setting(
-        0.06,
-        help="Warm-up fraction of the total steps.",
-        valid=between(0, 1, high_open=True),
-    )
-    weight_decay: float = setting(
-        0.01,
-        help="AdamW weight decay (not on LayerNorm/biases).",
-        valid=at_least(0),
+    optimizer: OptimizerConfig = nested(
+        lambda: OptimizerConfig(warmup_ratio=0.06),
+        flags=("warmup_ratio", "weight_decay"),
     )
     dropout: float = setting(
         0.1, help="Classifier dropout.", valid=between(0, 1, high_open=True)

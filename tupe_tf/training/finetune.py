@@ -21,7 +21,7 @@ from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
 from tupe_tf.training.config import GlueConfig
-from tupe_tf.training.optimization import create_optimizer
+from tupe_tf.training.optimization import optimizer_from_config
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
@@ -158,12 +158,8 @@ def _compiled_classifier(config, task, features, total_steps, learning_rate):
         dropout=config.dropout,
     )
     model(features)
-    optimizer = create_optimizer(
-        model,
-        num_train_steps=total_steps,
-        learning_rate=learning_rate,
-        warmup_steps=int(round(config.warmup_ratio * total_steps)),
-        weight_decay=config.weight_decay,
+    optimizer = optimizer_from_config(
+        model, config.optimizer, total_steps, learning_rate
     )
     if task.is_regression:
         loss = keras.losses.MeanSquaredError()
@@ -426,8 +422,8 @@ def _glue_results(config, task, train, eval_splits, runs):
         "recipe": {
             "batch_size": config.batch_size,
             "num_epochs": config.num_epochs,
-            "warmup_ratio": config.warmup_ratio,
-            "weight_decay": config.weight_decay,
+            "warmup_ratio": config.optimizer.warmup_ratio,
+            "weight_decay": config.optimizer.weight_decay,
             "seq_length": config.seq_length,
             "learning_rates": list(config.learning_rates),
             "seeds": list(config.seeds),

@@ -133,6 +133,33 @@ def create_optimizer(
     return optimizer
 
 
+def optimizer_from_config(model, config, num_train_steps, learning_rate):
+    """`create_optimizer` with the settings of an `OptimizerConfig`.
+
+    Args:
+        model: the built model whose variables will be trained.
+        config: a `tupe_tf.training.OptimizerConfig`.
+        num_train_steps: total optimizer steps (warm-up from `config`).
+        learning_rate: the peak learning rate (pre-training resolves the
+            config's by model size; fine-tuning sweeps its own).
+
+    Returns:
+        A `keras.optimizers.AdamW` or `tupe_tf.training.lamb.Lamb`.
+    """
+    return create_optimizer(
+        model,
+        num_train_steps=num_train_steps,
+        learning_rate=learning_rate,
+        warmup_steps=config.resolve_warmup_steps(num_train_steps),
+        weight_decay=config.weight_decay,
+        beta_1=config.beta_1,
+        beta_2=config.beta_2,
+        epsilon=config.epsilon,
+        clipnorm=config.clipnorm,
+        algorithm=config.algorithm,
+    )
+
+
 def current_learning_rate(optimizer):
     """The learning rate the optimizer uses at its current iteration."""
     inner = getattr(optimizer, "inner_optimizer", optimizer)

@@ -17,7 +17,7 @@ from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.gradient_accumulation import GradientAccumulation
-from tupe_tf.training.optimization import create_optimizer
+from tupe_tf.training.optimization import optimizer_from_config
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -76,17 +76,8 @@ def compile_masked_lm(model, config):
     """
     model(dummy_batch(config), training=False)
     opt = resolve_learning_rate(config).optimizer
-    optimizer = create_optimizer(
-        model,
-        num_train_steps=config.num_train_steps,
-        learning_rate=opt.learning_rate,
-        warmup_steps=opt.resolve_warmup_steps(config.num_train_steps),
-        weight_decay=opt.weight_decay,
-        beta_1=opt.beta_1,
-        beta_2=opt.beta_2,
-        epsilon=opt.epsilon,
-        clipnorm=opt.clipnorm,
-        algorithm=opt.algorithm,
+    optimizer = optimizer_from_config(
+        model, opt, config.num_train_steps, opt.learning_rate
     )
     model.compile(
         optimizer=optimizer,
