@@ -360,7 +360,15 @@ def load_glue_tfds(task, split, data_dir=None, max_examples=None):
     )
     task = get_task(task) if isinstance(task, str) else task
     split = _check_split(task, split)
-    dataset = tfds.load(f"glue/{task.name}", split=split, data_dir=data_dir)
+    try:
+        dataset = tfds.load(f"glue/{task.name}", split=split, data_dir=data_dir)
+    except (OSError, tfds.download.DownloadError) as error:
+        # No network and nothing prepared under --tfds_data_dir.
+        raise UserError(
+            f"GLUE {task.name} from TFDS (--tfds_data_dir={data_dir!r}) "
+            f"cannot be loaded: {error}. Prepare it there, or pass the "
+            "official TSV files with --glue_dir."
+        ) from error
     if max_examples is not None:
         dataset = dataset.take(int(max_examples))
     texts = [[] for _ in task.tfds_features]

@@ -7,6 +7,7 @@ import pytest
 
 from data_pipeline import glue
 from tests.training.conftest import SHARED_GLUE
+from tupe_tf.utils.errors import UserError
 
 # Two rows per file, in each task's official layout.
 FIXTURES = {
@@ -183,3 +184,14 @@ def test_tfds_path_with_mocked_data(task):
             split.labels.min() >= 0
             and split.labels.max() < glue.get_task(task).num_classes
         )
+
+
+def test_tfds_without_data_or_network_names_the_flags(monkeypatch, tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    def no_network(*args, **kwargs):
+        raise tfds.download.DownloadError("no network")
+
+    monkeypatch.setattr(tfds, "load", no_network)
+    with pytest.raises(UserError, match="--tfds_data_dir=.*--glue_dir"):
+        glue.load_glue("cola", "train", tfds_data_dir=str(tmp_path))

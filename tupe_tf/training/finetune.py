@@ -305,25 +305,13 @@ def validate_glue_config(config):
 
 
 def _load_split(config, task, split, max_examples):
-    """`glue.load_glue`; a missing or damaged file is a `UserError`, one
-    that is not text is named by its flag."""
+    """`glue.load_glue` of the configured source (its refusals name the
+    flag or file)."""
     from data_pipeline import glue
 
-    try:
-        return glue.load_glue(
-            task.name,
-            split,
-            config.glue_dir,
-            config.tfds_data_dir,
-            max_examples,
-        )
-    except UnicodeDecodeError as error:
-        raise UserError(
-            f"--glue_dir={config.glue_dir!r}: the GLUE {task.name} {split} "
-            f"file is not UTF-8 text ({error}). Pass the official TSV files."
-        ) from error
-    except (ValueError, OSError) as error:
-        raise UserError(str(error)) from error
+    return glue.load_glue(
+        task.name, split, config.glue_dir, config.tfds_data_dir, max_examples
+    )
 
 
 def run_glue(config: GlueConfig):
