@@ -5,8 +5,9 @@ Builds dynamic shards (max_seq_length=512) from the embedded gensim Wikipedia
 sample once, then times batches drawn from `pretraining_dataset` after a
 warm-up: parsing, padding, dynamic masking, shuffling and prefetching are all
 included; the consumer only pulls the batches (as a training loop would).
-The default and the deterministic reader are the cases; each round builds
-each one afresh, warms it up and times `--batches` batches.
+The default reader, the deterministic one and the default one with
+whole-word masking are the cases; each round builds each one afresh, warms
+it up and times `--batches` batches.
 
 Usage:
   python benchmarks/reader_throughput.py [--rounds=9] [--batch_size=64]
@@ -61,7 +62,7 @@ def build_shards():
     return shard_dir, vocab_file
 
 
-def reader_case(shard_dir, vocab_file, deterministic):
+def reader_case(shard_dir, vocab_file, deterministic, whole_word_masking=False):
     """A fresh reader per unit: `--warmup` batches, then `--batches` timed
     (with the sum of the padding mask, the real tokens)."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -78,6 +79,7 @@ def reader_case(shard_dir, vocab_file, deterministic):
                 is_training=True,
                 seed=1,
                 deterministic=deterministic,
+                whole_word_masking=whole_word_masking,
             )
         )
         for _ in range(FLAGS.warmup):
@@ -91,7 +93,8 @@ def reader_case(shard_dir, vocab_file, deterministic):
         timing = harness.time_steps(step, FLAGS.batches)
         seconds = timing.wall * FLAGS.batches
         print(
-            f"deterministic={deterministic}: "
+            f"deterministic={deterministic}, "
+            f"whole_word_masking={whole_word_masking}: "
             f"{FLAGS.batch_size / timing.wall:,.0f} seq/s "
             f"({sum(real_tokens) / seconds:,.0f} real tokens/s)",
             flush=True,
@@ -129,6 +132,13 @@ def print_report(samples, manifest):
         "deterministic / default time per batch, per round: wall "
         f"{ratio.wall_ratio.format()}, CPU {ratio.cpu_ratio.format()}"
     )
+    ratio = harness.summarize(
+        samples["whole_word_masking"], reference=samples["default"]
+    )
+    print(
+        "whole_word_masking / default time per batch, per round: wall "
+        f"{ratio.wall_ratio.format()}, CPU {ratio.cpu_ratio.format()}"
+    )
     print("Target: >= 3,000 seq/s.")
 
 
@@ -140,6 +150,9 @@ def main(argv):
     cases = {
         "default": reader_case(shard_dir, vocab_file, deterministic=False),
         "deterministic": reader_case(shard_dir, vocab_file, deterministic=True),
+        "whole_word_masking": reader_case(
+            shard_dir, vocab_file, deterministic=False, whole_word_masking=True
+        ),
     }
     samples = harness.run_rounds(cases, FLAGS.rounds)
     print_report(samples, data_pipeline.read_manifest(shard_dir))

@@ -225,8 +225,9 @@ def repeated_corpus(label, copies):
 
 
 def comparison_cases():
-    """tupe-tf (static masking; dynamic on 1x) and Model Garden on the 1x
-    and 2x corpora; the (case, reference) pairs of the ratio lines."""
+    """tupe-tf (static masking; dynamic and static whole-word masking on
+    1x) and Model Garden on the 1x and 2x corpora; the (case, reference)
+    pairs of the ratio lines."""
     static = [
         "--seed=12345",
         "--static_masking",
@@ -251,6 +252,19 @@ def comparison_cases():
                 tupe_tf_command(corpus, "ours_1x_dynamic", "--seed=12345"),
                 read_tupe_tf,
             )
+            cases["tupe-tf static whole-word 1x"] = BuildCase(
+                "tupe-tf static whole-word",
+                corpus,
+                tupe_tf_command(
+                    corpus,
+                    "ours_1x_static_wwm",
+                    *static,
+                    "--whole_word_masking",
+                ),
+                read_tupe_tf,
+            )
+            # Target: within +10% of the time without whole-word masking.
+            pairs.append(("tupe-tf static 1x", "tupe-tf static whole-word 1x"))
         if script:
             cases[f"Model Garden {label}"] = BuildCase(
                 "Model Garden",

@@ -135,11 +135,15 @@ def _log_warnings(corpus_stats, packing_stats, unk_count, vocabulary):
 def _static_masking_entry(config):
     if not config.static_masking:
         return None
-    return {
+    entry = {
         "dupe_factor": config.dupe_factor,
         "max_predictions_per_seq": config.max_predictions_per_seq,
         "mask_rate": config.mask_rate,
     }
+    if config.whole_word_masking:
+        # Only when set: manifests of per-token masking stay as they were.
+        entry["whole_word_masking"] = True
+    return entry
 
 
 def _stats_entry(config, corpus_stats, packing_stats, unk_count):

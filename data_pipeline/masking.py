@@ -9,14 +9,43 @@ chosen uniformly without replacement (none if there are no candidates). Of
 the chosen positions, 80% become `[MASK]`, 10% a random non-special token and
 10% stay unchanged. Positions are sorted; unused prediction slots have
 position 0, id 0 and weight 0.
+
+Whole-word masking (`--whole_word_masking`, as BERT's
+`create_pretraining_data.py --do_whole_word_mask`): a word is a candidate
+followed by the `##` continuation pieces after it. Words are taken in a
+random order while they fit the same budget; a word that would exceed it is
+skipped, so a word is always masked whole and the budget never exceeded.
+The 80/10/10 choice stays per token. With one token per word the masks are
+exactly the per-token ones (the same random numbers order the words).
 """
+
+import dataclasses
+import functools
 
 import numpy as np
 
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.settings import Settings
+from tupe_tf.utils.settings import setting
 
 MASK_TOKEN_RATE = 0.8
 RANDOM_TOKEN_RATE = 0.1
+CONTINUATION_PREFIX = "##"
+
+
+@dataclasses.dataclass(kw_only=True)
+class WholeWordMaskingSettings(Settings):
+    """The whole-word masking flag of the shard builder and of
+    pre-training (keyword-only, so configs that inherit it keep their own
+    field order)."""
+
+    whole_word_masking: bool = setting(
+        False,
+        help="Mask every WordPiece of a chosen word together (words are "
+        "told apart by the vocabulary's ## continuation pieces); the "
+        "budget (--mask_rate, --max_predictions_per_seq) and the 80/10/10 "
+        "split per token stay.",
+    )
 
 
 def num_to_mask(num_candidates, mask_rate, max_predictions):
@@ -44,6 +73,26 @@ def replacement_ids(vocab_size, special_token_ids):
     return ids
 
 
+def continuation_table(vocabulary):
+    """bool `[vocab_size]`, true for the `##` continuation pieces of
+    `vocabulary` (a `vocab.Vocabulary`), which whole-word masking needs.
+
+    Raises:
+      UserError: the vocabulary has no `##` piece, naming it and the flag.
+    """
+    table = np.array(
+        [t.startswith(CONTINUATION_PREFIX) for t in vocabulary.tokens], bool
+    )
+    if not table.any():
+        raise UserError(
+            f"--whole_word_masking: vocabulary {vocabulary.path} has no "
+            f"'{CONTINUATION_PREFIX}' continuation pieces, so its words "
+            "cannot be told apart; use a WordPiece vocabulary "
+            "(scripts/build_vocab.py writes one) or leave the flag out."
+        )
+    return table
+
+
 def mask_batch(
     token_ids,
     padding_mask,
@@ -54,6 +103,7 @@ def mask_batch(
     mask_id,
     is_special_table,
     replacement_id_array,
+    continuation_table=None,
 ):
     """Dynamically masks a dense batch (TensorFlow, stateless randomness).
 
@@ -69,6 +119,9 @@ def mask_batch(
       mask_id: id of `[MASK]`.
       is_special_table: bool `[vocab_size]`, true for never-masked ids.
       replacement_id_array: int32 ids used for random replacements.
+      continuation_table: bool `[vocab_size]`, true for `##` pieces
+        (`continuation_table(vocabulary)`): whole-word masking; `None`:
+        per-token masking.
 
     Returns:
       `(masked_token_ids [B,S], mask_positions [B,P], mask_ids [B,P],
@@ -93,7 +146,12 @@ def mask_batch(
         tf.cast(seed, tf.int64), num=3
     )
     shape = tf.shape(token_ids)
-    positions, chosen = _chosen_positions(
+    choose = _chosen_positions
+    if continuation_table is not None:
+        choose = functools.partial(
+            _chosen_word_positions, continuation_table=continuation_table
+        )
+    positions, chosen = choose(
         tf,
         token_ids,
         padding_mask,
@@ -133,18 +191,14 @@ def _chosen_positions(
     row's candidates (real, non-special tokens), `mask_rate` of them
     rounded, at least 1 and at most `P`, in increasing position order;
     unused slots hold position 0 and `chosen` False."""
-    is_special = tf.gather(tf.constant(is_special_table, tf.bool), token_ids)
-    candidate = tf.logical_and(
-        tf.cast(padding_mask, tf.bool), tf.logical_not(is_special)
+    candidate, count = _candidates_and_budget(
+        tf,
+        token_ids,
+        padding_mask,
+        mask_rate,
+        max_predictions,
+        is_special_table,
     )
-    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
-    wanted = tf.cast(
-        tf.floor(mask_rate * tf.cast(num_candidates, tf.float32) + 0.5),
-        tf.int32,
-    )
-    count = tf.minimum(max_predictions, tf.maximum(1, wanted))
-    count = tf.where(num_candidates > 0, count, 0)
-
     # A uniform random subset of `count` candidates: the top scores.
     scores = tf.random.stateless_uniform(tf.shape(token_ids), seed)
     scores = tf.where(candidate, scores, -1.0)
@@ -156,6 +210,127 @@ def _chosen_positions(
     chosen = positions < big  # After sorting the chosen slots come first.
     positions = tf.where(chosen, positions, 0)
     return positions, chosen
+
+
+def _candidates_and_budget(
+    tf, token_ids, padding_mask, mask_rate, max_predictions, is_special_table
+):
+    """`(candidate [B, S], count [B])`: the maskable tokens and how many of
+    them each row masks."""
+    is_special = tf.gather(tf.constant(is_special_table, tf.bool), token_ids)
+    candidate = tf.logical_and(
+        tf.cast(padding_mask, tf.bool), tf.logical_not(is_special)
+    )
+    num_candidates = tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1)
+    wanted = tf.cast(
+        tf.floor(mask_rate * tf.cast(num_candidates, tf.float32) + 0.5),
+        tf.int32,
+    )
+    count = tf.minimum(max_predictions, tf.maximum(1, wanted))
+    return candidate, tf.where(num_candidates > 0, count, 0)
+
+
+def _chosen_word_positions(
+    tf,
+    token_ids,
+    padding_mask,
+    seed,
+    mask_rate,
+    max_predictions,
+    is_special_table,
+    continuation_table,
+):
+    """`_chosen_positions` for whole words: the words in the order of
+    their first token's score (the scores per-token masking draws), each
+    taken if it still fits the row's budget."""
+    candidate, count = _candidates_and_budget(
+        tf,
+        token_ids,
+        padding_mask,
+        mask_rate,
+        max_predictions,
+        is_special_table,
+    )
+    starts = _word_starts(tf, token_ids, candidate, continuation_table)
+    # Words are numbered in each row from 0; tokens before the first word
+    # (never candidates) count as word 0 and are masked out below.
+    word = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, 0)
+    shape = tf.shape(token_ids)
+    segments = word + shape[1] * tf.range(shape[0])[:, tf.newaxis]
+
+    def per_word(values, reduce):
+        return tf.reshape(reduce(values, segments, tf.size(word)), shape)
+
+    length = per_word(
+        tf.cast(candidate, tf.int32), tf.math.unsorted_segment_sum
+    )
+    scores = tf.random.stateless_uniform(shape, seed)
+    word_scores = per_word(
+        tf.where(starts, scores, -1.0), tf.math.unsorted_segment_max
+    )
+    word_scores = tf.where(length > 0, word_scores, -1.0)
+    order = tf.argsort(word_scores, axis=1, direction="DESCENDING", stable=True)
+    taken = _greedy_fit(tf, tf.gather(length, order, batch_dims=1), count)
+    rows = tf.broadcast_to(tf.range(shape[0])[:, tf.newaxis], shape)
+    word_taken = tf.scatter_nd(
+        tf.stack([rows, order], axis=-1), tf.cast(taken, tf.int32), shape
+    )
+    token_taken = tf.logical_and(
+        candidate, tf.gather(word_taken, word, batch_dims=1) > 0
+    )
+    # The taken positions ascending (at most `count <= P` of them).
+    big = shape[1]
+    negative, _ = tf.math.top_k(
+        -tf.where(token_taken, tf.range(big)[tf.newaxis, :], big),
+        k=max_predictions,
+        sorted=True,
+    )
+    chosen = -negative < big
+    return tf.where(chosen, -negative, 0), chosen
+
+
+def _word_starts(tf, token_ids, candidate, continuation_table):
+    """bool `[B, S]`: the candidates that begin a word, i.e. all but the
+    `##` pieces that follow a candidate."""
+    is_piece = tf.gather(tf.constant(continuation_table, tf.bool), token_ids)
+    previous_candidate = tf.pad(candidate[:, :-1], [[0, 0], [1, 0]])
+    return tf.logical_and(
+        candidate, tf.logical_not(tf.logical_and(is_piece, previous_candidate))
+    )
+
+
+def _greedy_fit(tf, lengths, budget):
+    """bool `[B, W]`: which of the words of `lengths` (in order; 0: no
+    word) are taken when each is taken if it fits what is left of the
+    row's `budget` `[B]`, else skipped.
+
+    Vectorized in rounds: a word longer than what is left can never fit
+    (the rest only shrinks), and of the others the longest prefix that
+    fits is taken at once. Each round takes at least one word, and after
+    the first what is left is shorter than the longest word.
+    """
+    undecided = lengths > 0
+    taken = tf.zeros_like(undecided)
+
+    def fit_round(undecided, taken, budget):
+        undecided = tf.logical_and(undecided, lengths <= budget[:, tf.newaxis])
+        total = tf.cumsum(tf.where(undecided, lengths, 0), axis=1)
+        fits = tf.logical_and(undecided, total <= budget[:, tf.newaxis])
+        budget -= tf.reduce_sum(tf.where(fits, lengths, 0), axis=1)
+        return (
+            tf.logical_and(undecided, tf.logical_not(fits)),
+            tf.logical_or(taken, fits),
+            budget,
+        )
+
+    def can_take(undecided, taken, budget):
+        del taken
+        return tf.reduce_any(
+            tf.logical_and(undecided, lengths <= budget[:, tf.newaxis])
+        )
+
+    _, taken, _ = tf.while_loop(can_take, fit_round, (undecided, taken, budget))
+    return taken
 
 
 def _new_values(

@@ -34,6 +34,7 @@ def pretraining_dataset(
     batch_size,
     max_predictions_per_seq=None,
     mask_rate=0.15,
+    whole_word_masking=False,
     is_training=True,
     shuffle_buffer=10000,
     seed=None,
@@ -68,6 +69,8 @@ def pretraining_dataset(
       max_predictions_per_seq: prediction slots `P`; default
         `round(mask_rate * seq_length)` (static shards: their stored value).
       mask_rate: fraction of tokens masked (dynamic shards).
+      whole_word_masking: mask every piece of a chosen word together
+        (dynamic shards; see `masking`); the vocabulary needs `##` pieces.
       is_training: shuffle and repeat forever; else one pass in file order.
       shuffle_buffer: examples in the shuffle buffer.
       seed: seed of file order, shuffling and masks (`None`: random, or 0 when
@@ -93,7 +96,8 @@ def pretraining_dataset(
       `mask_ids` int32 `[B, P]`, `mask_weights` float32 `[B, P]`.
 
     Raises:
-      UserError: vocabulary mismatch (naming both files), `seq_length` too
+      UserError: vocabulary mismatch (naming both files), a vocabulary
+        without `##` pieces with `whole_word_masking`, `seq_length` too
         short for the shards, bad shards (naming them) unless
         `skip_bad_shards`, inconsistent shard directories, a bad argument;
         `fileio.NoMatchingFileError` (also a `FileNotFoundError`): a missing
@@ -110,6 +114,9 @@ def pretraining_dataset(
     vocabulary, check = _checked_shards(
         file_patterns, vocab_file, verify, seq_length, skip_bad_shards
     )
+    continuation_table = None
+    if whole_word_masking:
+        continuation_table = masking.continuation_table(vocabulary)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise UserError(f"batch_size must be an int >= 1, got {batch_size!r}.")
     schema = _agreed(check.manifests, "schema")
@@ -154,6 +161,7 @@ def pretraining_dataset(
             vocabulary,
             seed,
             static_batch,
+            continuation_table,
         )
     dataset = dataset.map(
         process, num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered
@@ -349,9 +357,11 @@ def _dynamic_batch_fn(
     vocabulary,
     seed,
     static_batch,
+    continuation_table,
 ):
     """Parses a batch of dynamic-schema records and masks it under the
-    stateless seed `[seed, batch index]`."""
+    stateless seed `[seed, batch index]` (whole words with a
+    `continuation_table`)."""
     special = vocabulary.special_ids
     is_special_table = masking.special_token_table(
         vocabulary.size, vocabulary.special_token_ids
@@ -380,6 +390,7 @@ def _dynamic_batch_fn(
             mask_id=special.mask,
             is_special_table=is_special_table,
             replacement_id_array=replacement_id_array,
+            continuation_table=continuation_table,
         )
         features = {
             "token_ids": masked,

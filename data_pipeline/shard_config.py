@@ -9,6 +9,7 @@ from typing import Optional
 
 from data_pipeline import beam_common
 from data_pipeline import corpus
+from data_pipeline import masking
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import at_least
@@ -40,7 +41,11 @@ def _open_file_limit():
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
+class ShardConfig(
+    beam_common.BeamSettings,
+    corpus.TextInputSettings,
+    masking.WholeWordMaskingSettings,
+):
     """Configuration of `shards.build_shards`; `scripts/build_shards.py`'s
     flags are generated from it (help: field metadata; see `config_flags`).
 
@@ -165,7 +170,7 @@ class ShardConfig(beam_common.BeamSettings, corpus.TextInputSettings):
     def _check_static_masking(self):
         refuse_ignored(
             self,
-            ("max_predictions_per_seq", "mask_rate"),
+            ("max_predictions_per_seq", "mask_rate", "whole_word_masking"),
             self.static_masking,
             "with --static_masking (dynamic masking is set in the reader)",
         )

@@ -53,6 +53,7 @@ class StaticMaskingSettings:
     dupe_factor: int
     mask_rate: float
     max_predictions_per_seq: int
+    whole_word_masking: bool
 
 
 def make_chunk_serializer(config, vocabulary):
@@ -79,6 +80,7 @@ def make_chunk_serializer(config, vocabulary):
         dupe_factor=config.dupe_factor,
         mask_rate=config.mask_rate,
         max_predictions_per_seq=config.max_predictions_per_seq,
+        whole_word_masking=config.whole_word_masking,
     )
     return _chunk_serializer(config.max_seq_length, settings, vocabulary)
 
@@ -160,6 +162,10 @@ def _static_serializer(signature, seq_length, static_masking, vocabulary):
             vocabulary.size, vocabulary.special_token_ids
         ),
     }
+    if static_masking.whole_word_masking:
+        masking_tables["continuation_table"] = masking.continuation_table(
+            vocabulary
+        )
     dupe_factor = static_masking.dupe_factor
     max_predictions = static_masking.max_predictions_per_seq
     tables = _constant_entry_tables(seq_length, max_predictions)

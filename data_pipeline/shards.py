@@ -24,6 +24,7 @@ from absl import logging
 from data_pipeline import corpus
 from data_pipeline import dataset_options
 from data_pipeline import manifest as manifest_lib
+from data_pipeline import masking
 from data_pipeline import packing
 from data_pipeline import shard_config
 from data_pipeline import shard_outputs
@@ -168,6 +169,8 @@ def preflight(config):
     """
     config.validate()
     vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
+    if config.whole_word_masking:
+        masking.continuation_table(vocabulary)
     input_files = corpus.resolve_input_files(
         config.input_patterns, text_input=config
     )
@@ -199,7 +202,8 @@ def build_shards(config):
       The manifest dict (also written to `output_dir/manifest.json`).
 
     Raises:
-      UserError: a bad config field, a bad vocabulary; empty, binary,
+      UserError: a bad config field, a bad vocabulary (or one without
+        `##` pieces with `whole_word_masking`); empty, binary,
         unreadable or undecodable input, too many `[UNK]` tokens.
       fileio.NoMatchingFileError (a `UserError`): a missing input or
         vocabulary file.

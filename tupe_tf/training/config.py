@@ -12,6 +12,7 @@ from typing import Optional
 from typing import Sequence
 
 from data_pipeline import glue
+from data_pipeline import masking
 from tupe_tf.utils.backbone_options import BackboneOptions
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -270,7 +271,7 @@ class RuntimeConfig(Settings):
 
 @refuses_unknown_fields
 @dataclasses.dataclass
-class PretrainConfig(Settings):
+class PretrainConfig(masking.WholeWordMaskingSettings):
     """Everything `run_pretraining` needs (help: field metadata).
 
     Rerunning with the same `model_dir` resumes. When `train_files` is empty

@@ -36,7 +36,7 @@ def check_data(config):
     """
     from data_pipeline import shard_verification
 
-    check_vocabulary_file(config.vocab_file)
+    check_vocabulary_file(config.vocab_file, config.whole_word_masking)
     train_files = expand_patterns(config.train_files, "--train_files")
     eval_files = expand_patterns(config.eval_files, "--eval_files")
     if not train_files:
@@ -54,14 +54,16 @@ def check_data(config):
         )
 
 
-def check_vocabulary_file(vocab_file):
-    """Refuses a `--vocab_file` that is missing or not a vocabulary."""
+def check_vocabulary_file(vocab_file, whole_word_masking=False):
+    """Refuses a `--vocab_file` that is missing or not a vocabulary, or,
+    with `--whole_word_masking`, has no `##` pieces."""
     import data_pipeline
+    from data_pipeline import masking
 
     if not vocab_file or not tf.io.gfile.exists(vocab_file):
         raise UserError(f"--vocab_file={vocab_file!r} does not exist.")
     try:
-        data_pipeline.load_vocabulary(vocab_file)
+        vocabulary = data_pipeline.load_vocabulary(vocab_file)
     except (ValueError, OSError) as error:
         reason = str(error).rstrip(". ") + "."
         raise UserError(
@@ -69,6 +71,8 @@ def check_vocabulary_file(vocab_file):
             f"{reason} Pass the vocabulary the shards were built with "
             "(scripts/build_vocab.py writes one)."
         ) from error
+    if whole_word_masking:
+        masking.continuation_table(vocabulary)
 
 
 def vocabulary_size(vocab_file):
@@ -90,7 +94,7 @@ def resolve_default_data(config):
     from data_pipeline import default_data
 
     if config.vocab_file:
-        check_vocabulary_file(config.vocab_file)
+        check_vocabulary_file(config.vocab_file, config.whole_word_masking)
     data = default_data.prepare_default_data(
         config.work_dir,
         seq_length=config.seq_length,
@@ -121,6 +125,7 @@ def make_dataset(
         batch_size,
         max_predictions_per_seq=config.max_predictions_per_seq,
         mask_rate=config.mask_rate,
+        whole_word_masking=config.whole_word_masking,
         is_training=is_training,
         shuffle_buffer=config.shuffle_buffer,
         seed=config.seed,

@@ -27,6 +27,7 @@ DATA_SETTINGS = (
     "shuffle_buffer",
     "mask_rate",
     "max_predictions_per_seq",
+    "whole_word_masking",
 )
 FINGERPRINT = "train_files_fingerprint"
 
