@@ -1,7 +1,7 @@
 """The model-size flags the encoder benchmarks share.
 
 Each benchmark names the size it is about, a row of
-`tupe_tf.training.MODEL_SIZES`, which gives the defaults of `--num_layers`,
+`MODEL_SIZES`, which gives the defaults of `--num_layers`,
 `--hidden_dim`, `--num_heads` and `--intermediate_dim`;
 `python benchmarks/<name>.py` puts this directory on `sys.path`.
 
@@ -11,13 +11,9 @@ Example:
 >>> keras_hub.models.BertBackbone(**backbone_dims())  # doctest: +SKIP
 """
 
-import functools
-import importlib.util
-import os
-
 from absl import flags
 
-import tupe_tf
+from tupe_tf.utils.backbone_options import MODEL_SIZES
 
 FLAGS = flags.FLAGS
 _HELP = {
@@ -28,21 +24,10 @@ _HELP = {
 }
 
 
-@functools.cache
 def model_sizes():
-    """`MODEL_SIZES`, read from `tupe_tf/training/config.py` alone.
-
-    The `tupe_tf.training` package imports TensorFlow, which the machine of
-    the JAX benchmarks (fused_attention.py) does not have; its config module
-    does not.
-    """
-    path = os.path.join(
-        os.path.dirname(tupe_tf.__file__), "training", "config.py"
-    )
-    spec = importlib.util.spec_from_file_location("_training_config", path)
-    config = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(config)
-    return config.MODEL_SIZES
+    """`MODEL_SIZES` (from `tupe_tf.utils.backbone_options`, which imports
+    neither TensorFlow nor Keras: the JAX benchmarks run without them)."""
+    return MODEL_SIZES
 
 
 def define_model_dims(

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from data_pipeline import glue
 from data_pipeline import masking
+from tupe_tf.utils.backbone_options import MODEL_SIZES
 from tupe_tf.utils.backbone_options import BackboneOptions
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
@@ -23,29 +24,6 @@ from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import nested
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
-
-# BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
-# compact ones). `tiny` is the few-minute CPU model.
-MODEL_SIZES = {
-    "tiny": dict(
-        num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512
-    ),
-    "mini": dict(
-        num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024
-    ),
-    "small": dict(
-        num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
-    ),
-    "medium": dict(
-        num_layers=8, num_heads=8, hidden_dim=512, intermediate_dim=2048
-    ),
-    "base": dict(
-        num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072
-    ),
-    "large": dict(
-        num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096
-    ),
-}
 
 # Learning recipes by model scale, keyed on the hidden size. The paper's
 # (TUPE Table 2) are for BERT-base; on `tiny` they leave pre-training on the

@@ -31,6 +31,29 @@ from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import setting
 from tupe_tf.utils.settings import unwrap_optional
 
+# BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
+# compact ones). `tiny` is the few-minute CPU model.
+MODEL_SIZES = {
+    "tiny": dict(
+        num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512
+    ),
+    "mini": dict(
+        num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024
+    ),
+    "small": dict(
+        num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
+    ),
+    "medium": dict(
+        num_layers=8, num_heads=8, hidden_dim=512, intermediate_dim=2048
+    ),
+    "base": dict(
+        num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072
+    ),
+    "large": dict(
+        num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096
+    ),
+}
+
 POSITION_ENCODINGS = (
     "bert",
     "bert-r",
