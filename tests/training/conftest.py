@@ -7,6 +7,7 @@ devices before TensorFlow starts, `kill -9`, several workers).
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -34,6 +35,17 @@ TINY_MODEL_FLAGS = [
     f"--seq_length={SEQ_LENGTH}",
     "--verbose=2",
 ]
+
+
+def free_ports(count):
+    """`count` TCP ports of 127.0.0.1 free at the moment of the call."""
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
 
 
 def subprocess_env(**extra):

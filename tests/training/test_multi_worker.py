@@ -8,7 +8,6 @@ trains (loss falls) and keeps the workers in sync (identical weights).
 import dataclasses
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.training.conftest import REPO
+from tests.training.conftest import free_ports
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import subprocess_env
 
@@ -24,16 +24,6 @@ pytestmark = pytest.mark.large
 DRIVER = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "multi_worker_driver.py"
 )
-
-
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
@@ -52,7 +42,7 @@ def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     )
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(dataclasses.asdict(config)))
-    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = []
     for index in range(2):
         tf_config = {

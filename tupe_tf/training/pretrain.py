@@ -22,6 +22,8 @@ import keras
 import tensorflow as tf
 
 from tupe_tf.training import distribution
+from tupe_tf.training import multi_worker
+from tupe_tf.training import preemption
 from tupe_tf.training import pretrain_data
 from tupe_tf.training import pretrain_model
 from tupe_tf.training import run_lock
@@ -211,11 +213,31 @@ def train(run, model, manager, start_step, train_data, eval_data):
     Each Keras "epoch" is `save_every` steps and ends with a checkpoint
     (`_fit_segments`); evaluation runs every `eval_interval_epochs`. Under
     `MultiWorkerMirroredStrategy` the `DistributedTrainingLoop` replaces
-    `model.fit`. Ends with a final checkpoint.
+    `model.fit`. Ends with a final checkpoint. A SIGTERM (preemption)
+    during the steps saves the step the run is at and raises
+    `preemption.PreemptedError`.
     """
+    with preemption.StopRequests() as stop_requests:
+        return _train(
+            run,
+            model,
+            manager,
+            start_step,
+            train_data,
+            eval_data,
+            stop_requests,
+        )
+
+
+def _train(
+    run, model, manager, start_step, train_data, eval_data, stop_requests
+):
     config = run.config
     saver = CheckpointSaver(manager)
-    callbacks = [NonFiniteLossGuard(manager), saver]
+    stop_on_request = preemption.StopOnRequest(
+        stop_requests, saver, config.checkpoint_dir
+    )
+    callbacks = [NonFiniteLossGuard(manager), stop_on_request, saver]
     logger = None
     if run.chief:
         logger = TrainingLogger(
@@ -226,7 +248,9 @@ def train(run, model, manager, start_step, train_data, eval_data):
     eval_every_epochs = eval_interval_epochs(config)
     loop = None
     if run.multi_worker:
-        loop = DistributedTrainingLoop(model, run.strategy, verbose)
+        loop = DistributedTrainingLoop(
+            model, run.strategy, verbose, stop_requests
+        )
     start_time = time.time()
     history = {}
     step = start_step
@@ -263,6 +287,12 @@ def train(run, model, manager, start_step, train_data, eval_data):
         step = global_step(model)
     seconds = time.time() - start_time
     saver.set_model(model)
+    stop_on_request.set_model(model)
+    if loop is not None:
+        loop.agree_to_stop()
+    if stop_requests.should_stop:
+        # Asked during the last step: saved, not evaluated.
+        stop_on_request.stop()
     final_checkpoint = saver.save()
     return TrainingOutcome(history, seconds, final_checkpoint, logger, loop)
 
@@ -365,6 +395,11 @@ def run_pretraining(config: PretrainConfig):
             full; names the checkpoint a rerun resumes from.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
+        preemption.PreemptedError: SIGTERM (or a GCE maintenance event)
+            during the training steps; the checkpoint of the step the run
+            was at is saved first (every worker agrees on the step).
+        multi_worker.WorkerLostError: another worker died or stopped
+            answering (`multi_worker.HEARTBEAT_TIMEOUT_SECONDS`).
 
     Example:
 
@@ -378,6 +413,15 @@ def run_pretraining(config: PretrainConfig):
         with hold_model_dir(config, strategy):
             return _pretrain(prepare_run(config, strategy))
     except Exception as error:
+        if config.runtime.strategy == "multi_worker_mirrored" and (
+            multi_worker.is_lost_worker(error)
+        ):
+            raise multi_worker.WorkerLostError(
+                "A worker of this multi-worker run is gone or stopped "
+                f"answering ({multi_worker.lost_worker_reason(error)}); "
+                f"stopped. {pretrain_model.resume_note(config)} Rerun every "
+                "worker with the same command."
+            ) from error
         if disk_full.is_disk_full(error):
             raise disk_full.DiskFullError(
                 f"{disk_full.disk_full_message(error, config.model_dir)} "

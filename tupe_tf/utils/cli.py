@@ -11,6 +11,10 @@
   at once, without cleaning up) ends with one `ERROR:` line and exit code
   128 + the signal number, after the library removed its temporary files:
   outputs are published only when complete (`tupe_tf.utils.interrupts`).
+- A training run stopped by preemption (SIGTERM: the checkpoint of the
+  step it was at is saved first) or by a lost worker (`RunStopped`) ends
+  with one `ERROR:` line naming the checkpoint a rerun resumes from and
+  the error's `exit_code` (75, 69: `tupe_tf.training.preemption`).
 - A write that finds the disk full (`tupe_tf.utils.disk_full`) ends with
   one `ERROR:` line naming the output and exit code 2: the atomic writers
   published nothing half-written, so a rerun once space is freed loses
@@ -38,6 +42,7 @@ from absl import logging as absl_logging
 from tupe_tf.utils import disk_full
 from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import USER_ERROR_EXIT_CODE
+from tupe_tf.utils.errors import RunStopped
 from tupe_tf.utils.errors import UserError
 
 
@@ -118,7 +123,7 @@ def run(main):
             # (Beam: a `RuntimeError`).
             if interrupts.first_received() is not None:
                 _interrupted(interrupts.first_received())
-            if isinstance(e, UserError):
+            if isinstance(e, (UserError, RunStopped)):
                 fail(e, e.exit_code)
             if isinstance(e, app.UsageError):
                 fail(e)

@@ -29,3 +29,12 @@ class UserError(ValueError):
     it is read, with everything already written kept)."""
 
     exit_code = USER_ERROR_EXIT_CODE
+
+
+class RunStopped(Exception):
+    """A training run that stopped before its end for a reason outside the
+    user's input (preemption, a lost worker), its checkpoints kept so that
+    a rerun of the same command resumes. The scripts print it as one
+    `ERROR:` line and exit with the subclass's `exit_code`."""
+
+    exit_code = 1

@@ -1,0 +1,301 @@
+"""Preemption and a lost worker: scripts/pretrain.py stopped at a random
+step, rerun, compared with an uninterrupted run.
+
+SIGTERM saves the checkpoint of the step the run is at and exits 75 (every
+worker of a multi-worker run at the same step); a second SIGTERM during
+that save ends the run at once, the previous checkpoint kept; a worker
+that stops answering ends the other within the heartbeat bound, exit 69.
+Each rerun resumes and ends with the uninterrupted run's weights.
+"""
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.subprocesses import _is_stopped
+from tests.training.conftest import PRETRAIN_SCRIPT
+from tests.training.conftest import REPO
+from tests.training.conftest import TINY_MODEL_FLAGS
+from tests.training.conftest import free_ports
+from tests.training.conftest import subprocess_env
+from tests.training.test_resume import _backbone_weights
+from tests.training.test_resume import _checkpoint_steps
+from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
+from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
+
+pytestmark = pytest.mark.large
+
+NUM_STEPS = 40
+SAVE_EVERY = 8
+SLOW_SAVE_DRIVER = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "slow_save_driver.py"
+)
+
+
+def _flags(data_flags, model_dir, *extra):
+    return (
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--model_dir={model_dir}",
+            f"--num_train_steps={NUM_STEPS}",
+            f"--save_every={SAVE_EVERY}",
+            "--eval_steps=2",
+            "--global_batch_size=8",
+            "--learning_rate=2e-3",
+            "--warmup_steps=4",
+            "--dropout=0",  # no RNG in training: the runs must agree exactly
+            "--log_every=8",
+            *extra,
+        ]
+    )
+
+
+class Run:
+    """One process of scripts/pretrain.py (or a driver), stderr to a file."""
+
+    def __init__(self, tmp_path, name, args, script=PRETRAIN_SCRIPT, **env):
+        self.stderr_path = tmp_path / f"{name}.stderr"
+        with open(self.stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, script] + list(args),
+                env=subprocess_env(**env),
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+
+    def wait(self, timeout=300):
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+    @property
+    def stderr(self):
+        return self.stderr_path.read_text()
+
+    def error_line(self):
+        """The one `ERROR:` line of stderr."""
+        errors = [
+            line
+            for line in self.stderr.splitlines()
+            if line.startswith("ERROR:")
+        ]
+        assert len(errors) == 1, self.stderr[-4000:]
+        assert "Traceback" not in self.stderr, self.stderr[-4000:]
+        return errors[0]
+
+
+def _wait_for_checkpoint_after(checkpoint_dir, step, runs, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        steps = _checkpoint_steps(checkpoint_dir)
+        if steps and steps[-1] > step:
+            return
+        for run in runs:
+            assert run.process.poll() is None, run.stderr[-4000:]
+        time.sleep(0.02)
+    raise AssertionError(f"no checkpoint after step {step} in {timeout} s")
+
+
+def _signal_at_random_step(run, how, checkpoint_dir):
+    """Sends `how` at a random moment of the step after the latest
+    checkpoint; returns the step of the latest complete checkpoint at that
+    moment (read while the process is frozen)."""
+    time.sleep(random.uniform(0.0, 0.3))
+    run.process.send_signal(signal.SIGSTOP)
+    try:
+        while run.process.poll() is None and not _is_stopped(run.process.pid):
+            time.sleep(0.001)
+        assert run.process.poll() is None, run.stderr[-4000:]
+        seen = _checkpoint_steps(checkpoint_dir)[-1]
+        run.process.send_signal(how)
+    finally:
+        if how != signal.SIGSTOP:
+            run.process.send_signal(signal.SIGCONT)
+    return seen
+
+
+def _preempted_step(error_line, checkpoint_dir):
+    match = re.match(
+        r"ERROR: Preempted \((.*?)\) at step (\d+): saved checkpoint (\S+) "
+        r"and stopped\. Rerun the same command to resume",
+        error_line,
+    )
+    assert match, error_line
+    step = int(match.group(2))
+    assert match.group(3) == os.path.join(checkpoint_dir, f"ckpt-{step}")
+    return match.group(1), step
+
+
+def _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from):
+    results = json.loads((model_dir / "results.json").read_text())
+    reference = json.loads((reference_dir / "results.json").read_text())
+    assert results["global_step"] == NUM_STEPS
+    assert results["resumed_from_step"] == resumed_from
+    assert not [
+        n for n in os.listdir(model_dir / "checkpoints") if "_temp" in n
+    ]
+    assert results["eval"]["loss"] == pytest.approx(
+        reference["eval"]["loss"], abs=1e-4
+    )
+    for got, want in zip(
+        _backbone_weights(results["preset_dir"]),
+        _backbone_weights(reference["preset_dir"]),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# One device: SIGTERM, then a second SIGTERM into the save, then a rerun;
+# MirroredStrategy: SIGTERM, then a rerun.
+@pytest.mark.parametrize(
+    "extra",
+    [(), ("--strategy=mirrored", "--num_cpu_devices=2")],
+    ids=["one_device", "mirrored"],
+)
+def test_sigterm_saves_the_step_it_is_at_and_a_rerun_loses_nothing(
+    tmp_path, data_flags, extra
+):
+    reference_dir, model_dir = tmp_path / "reference", tmp_path / "model"
+    checkpoints = model_dir / "checkpoints"
+    reference = Run(
+        tmp_path, "reference", _flags(data_flags, reference_dir, *extra)
+    )
+    assert reference.wait() == 0, reference.stderr[-4000:]
+
+    preempted = Run(
+        tmp_path, "preempted", _flags(data_flags, model_dir, *extra)
+    )
+    _wait_for_checkpoint_after(checkpoints, 0, [preempted])
+    seen = _signal_at_random_step(preempted, signal.SIGTERM, checkpoints)
+    assert preempted.wait(120) == PREEMPTED_EXIT_CODE, preempted.stderr[-4000:]
+    reason, step = _preempted_step(preempted.error_line(), str(checkpoints))
+    assert reason == "SIGTERM"
+    # The step the run was at, not the last periodic checkpoint.
+    assert seen < step < NUM_STEPS, (seen, step)
+    assert _checkpoint_steps(checkpoints)[-1] == step
+    assert not (model_dir / "results.json").exists()
+    resumed_from = step
+
+    if not extra:
+        # A second SIGTERM while the preemption save is under way.
+        marker = tmp_path / "saving"
+        twice = Run(
+            tmp_path,
+            "twice",
+            [str(marker)] + _flags(data_flags, model_dir, *extra),
+            script=SLOW_SAVE_DRIVER,
+        )
+        _wait_for_checkpoint_after(checkpoints, step, [twice])
+        _signal_at_random_step(twice, signal.SIGTERM, checkpoints)
+        deadline = time.time() + 120
+        while not marker.exists() and twice.process.poll() is None:
+            assert time.time() < deadline
+            time.sleep(0.01)
+        saving = int(marker.read_text())
+        sent = time.time()
+        twice.process.send_signal(signal.SIGTERM)
+        assert twice.wait(60) == -signal.SIGTERM, twice.stderr[-4000:]
+        assert time.time() - sent < 10
+        resumed_from = _checkpoint_steps(checkpoints)[-1]
+        assert step < resumed_from < saving, (step, resumed_from, saving)
+        assert resumed_from % SAVE_EVERY == 0
+        assert (checkpoints / f"ckpt-{saving}_temp").is_dir()
+
+    rerun = Run(tmp_path, "rerun", _flags(data_flags, model_dir, *extra))
+    assert rerun.wait() == 0, rerun.stderr[-4000:]
+    _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from)
+
+
+def _start_workers(tmp_path, name, flags):
+    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
+    runs = []
+    for index in range(2):
+        tf_config = {
+            "cluster": {"worker": workers},
+            "task": {"type": "worker", "index": index},
+        }
+        runs.append(
+            Run(
+                tmp_path,
+                f"{name}_worker{index}",
+                flags,
+                TF_CONFIG=json.dumps(tf_config),
+            )
+        )
+    return runs
+
+
+def _wait_all(runs, timeout=300):
+    return [run.wait(timeout) for run in runs]
+
+
+def test_two_workers_preempted_then_one_lost_resume_to_the_same_weights(
+    tmp_path, data_flags
+):
+    extra = ("--strategy=multi_worker_mirrored",)
+    reference_dir, model_dir = tmp_path / "reference", tmp_path / "model"
+    checkpoints = model_dir / "checkpoints"
+    reference = _start_workers(
+        tmp_path, "reference", _flags(data_flags, reference_dir, *extra)
+    )
+    assert _wait_all(reference) == [0, 0], reference[1].stderr[-4000:]
+
+    # SIGTERM to the second worker only: both stop after the same step.
+    flags = _flags(data_flags, model_dir, *extra)
+    preempted = _start_workers(tmp_path, "preempted", flags)
+    _wait_for_checkpoint_after(checkpoints, 0, preempted)
+    seen = _signal_at_random_step(preempted[1], signal.SIGTERM, checkpoints)
+    codes = _wait_all(preempted, 120)
+    assert codes == [PREEMPTED_EXIT_CODE] * 2, preempted[0].stderr[-4000:]
+    reason, step = _preempted_step(preempted[1].error_line(), str(checkpoints))
+    assert reason == "SIGTERM"
+    assert _preempted_step(preempted[0].error_line(), str(checkpoints)) == (
+        "another worker was asked to stop",
+        step,
+    )
+    assert seen < step < NUM_STEPS, (seen, step)
+    assert _checkpoint_steps(checkpoints)[-1] == step
+
+    # The chief stops answering (a lost machine): the other worker ends.
+    lost = _start_workers(tmp_path, "lost", flags)
+    _wait_for_checkpoint_after(checkpoints, step, lost)
+    _signal_at_random_step(lost[0], signal.SIGSTOP, checkpoints)
+    frozen = time.time()
+    try:
+        assert lost[1].wait(120) == WORKER_LOST_EXIT_CODE, lost[1].stderr[
+            -4000:
+        ]
+        # multi_worker.HEARTBEAT_TIMEOUT_SECONDS: about 20 s, on a loaded
+        # 2-core machine a little more.
+        assert time.time() - frozen < 60
+    finally:
+        lost[0].process.kill()
+        lost[0].wait()
+    resumed_from = _checkpoint_steps(checkpoints)[-1]
+    assert resumed_from > step
+    error = lost[1].error_line()
+    assert error.startswith(
+        "ERROR: A worker of this multi-worker run is gone or stopped "
+        "answering ("
+    ), error
+    assert error.endswith(
+        "A rerun resumes from the last complete checkpoint, "
+        f"{checkpoints}/ckpt-{resumed_from} (step {resumed_from}). Rerun "
+        "every worker with the same command."
+    ), error
+
+    rerun = _start_workers(tmp_path, "rerun", flags)
+    assert _wait_all(rerun) == [0, 0], rerun[0].stderr[-4000:]
+    _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from)

@@ -1,0 +1,183 @@
+"""Preemption: SIGTERM saves the step the run is at, then the run exits.
+
+A spot or preemptible VM gets SIGTERM some seconds before it goes (and a
+GCE VM announces a host maintenance that will terminate it in its
+metadata, which TensorFlow's `PreemptionCheckpointHandler` also watches).
+While the training steps run, `StopRequests` turns either into a request
+to stop instead of ending the process: the step under way finishes, every
+worker agrees on the step (`DistributedTrainingLoop` all-reduces the
+request with the step's logs; `fit` runs in one process), the checkpoint
+of that step is saved and the run ends with `PreemptedError` (exit code
+75 in the scripts). A rerun of the same command resumes from that
+checkpoint and loses no step.
+
+The first SIGTERM also gives SIGTERM its default action back, so that a
+second one ends the process at once, whatever it is doing (even inside
+the save, a TensorFlow op that Python signal handlers wait for): the save
+writes `ckpt-<N>_temp` and names it in the `checkpoint` index only when
+complete, so the previous checkpoint stays the latest, and the next run
+removes the temporary (`pretrain_model.remove_temporary_checkpoints`).
+
+Example:
+>>> requests = StopRequests()
+>>> with requests:  # doctest: +SKIP
+...     model.fit(data, callbacks=[StopOnRequest(requests, saver)])
+"""
+
+import os
+import signal
+import threading
+
+import keras
+from absl import logging
+
+from tupe_tf.training.callbacks import global_step
+from tupe_tf.utils.errors import RunStopped
+
+# EX_TEMPFAIL of sysexits.h, "a temporary failure; the user is invited to
+# retry": a code that retry policies can name (Kubernetes' podFailurePolicy
+# onExitCodes, systemd's RestartForceExitStatus, a requeue script), unlike
+# 143, which a SIGTERM that killed the run before it saved gives too.
+PREEMPTED_EXIT_CODE = 75
+# How often the GCE maintenance-event watcher asks the metadata server.
+GCE_POLL_SECONDS = 5.0
+
+
+class PreemptedError(RunStopped):
+    """The run stopped on a preemption notice after saving the checkpoint
+    of the step it was at; a rerun resumes from it."""
+
+    exit_code = PREEMPTED_EXIT_CODE
+
+
+def _gce_maintenance_watcher():
+    """TensorFlow's GCE watcher (`True` once the metadata server announces
+    TERMINATE_ON_HOST_MAINTENANCE), or None off GCE or where TensorFlow's
+    failure-handling module is missing."""
+    try:
+        from tensorflow.python.distribute.failure_handling import (
+            failure_handling_util as util,
+        )
+    except ImportError:
+        return None
+    # Off GCE the probe fails (a 5 s timeout at most, in the thread).
+    return util.termination_watcher_function_gce if util.on_gcp() else None
+
+
+class StopRequests:
+    """While entered, SIGTERM (and a GCE maintenance event) requests a stop
+    instead of ending the run; `reason` says which, once one arrived.
+
+    Under `MultiWorkerMirroredStrategy` the training loop reports whether
+    any worker asked (`agree`), so that every worker stops after the same
+    step; elsewhere this process's request decides.
+
+    Args:
+        watch_gce: also poll the GCE metadata server (in a daemon thread,
+            which gives up at once off GCE).
+    """
+
+    def __init__(self, watch_gce=True):
+        self.reason = None
+        self.agreed = None
+        self._watch_gce = watch_gce
+        self._previous_handler = None
+        self._done = threading.Event()
+
+    def __enter__(self):
+        # Python signal handlers can only be set from the main thread; a
+        # run started in another thread keeps the process's SIGTERM action.
+        if threading.current_thread() is threading.main_thread():
+            handler = signal.getsignal(signal.SIGTERM)
+            if handler is not signal.SIG_IGN:
+                self._previous_handler = handler
+                signal.signal(signal.SIGTERM, self._on_sigterm)
+        if self._watch_gce:
+            threading.Thread(target=self._poll_gce, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._done.set()
+        if self._previous_handler is not None and self.reason is None:
+            signal.signal(signal.SIGTERM, self._previous_handler)
+        self._previous_handler = None
+
+    def _on_sigterm(self, signal_number, frame):
+        del signal_number, frame
+        # A second SIGTERM ends the process at once (module docstring).
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        self.request("SIGTERM")
+
+    def _poll_gce(self):
+        watcher = _gce_maintenance_watcher()
+        while watcher is not None and not self._done.wait(GCE_POLL_SECONDS):
+            try:
+                if watcher():
+                    self.request("a GCE host maintenance event")
+                    return
+            except Exception as error:  # pylint: disable=broad-except
+                logging.warning("GCE maintenance-event poll failed: %s", error)
+
+    def request(self, reason):
+        """Asks the run to stop after the step under way (first reason
+        kept)."""
+        if self.reason is None:
+            self.reason = reason
+
+    def agree(self, any_worker_asked):
+        """The training loop's all-reduced answer for the step just run."""
+        self.agreed = bool(any_worker_asked)
+
+    @property
+    def should_stop(self):
+        if self.agreed is not None:
+            return self.agreed
+        return self.reason is not None
+
+
+def preempted_error(requests, path, step):
+    """The `PreemptedError` of a run saved at `step` into `path`."""
+    reason = requests.reason or "another worker was asked to stop"
+    return PreemptedError(
+        f"Preempted ({reason}) at step {step}: saved checkpoint {path} and "
+        "stopped. Rerun the same command to resume from it (no step is "
+        "lost)."
+    )
+
+
+class StopOnRequest(keras.callbacks.Callback):
+    """Ends training after the batch during which a stop was requested:
+    saves the checkpoint of that step and raises `PreemptedError`.
+
+    Raising (rather than setting `stop_training`) leaves at once: `fit`
+    would otherwise run the epoch's evaluation inside the notice's grace
+    period.
+
+    Args:
+        requests: the `StopRequests` that is entered.
+        saver: the run's `CheckpointSaver`.
+        checkpoint_dir: the directory a rerun resumes from, named in the
+            error (on every worker the chief's, not this worker's scratch
+            directory the saver writes).
+    """
+
+    def __init__(self, requests, saver, checkpoint_dir):
+        super().__init__()
+        self.requests = requests
+        self.saver = saver
+        self.checkpoint_dir = checkpoint_dir
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.requests.should_stop:
+            self.stop()
+
+    def stop(self):
+        step = global_step(self.model)
+        logging.warning(
+            "Stop requested (%s): saving step %d.",
+            self.requests.reason or "by another worker",
+            step,
+        )
+        path = self.saver.save()
+        path = os.path.join(self.checkpoint_dir, os.path.basename(path))
+        raise preempted_error(self.requests, path, step)
