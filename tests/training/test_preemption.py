@@ -30,8 +30,7 @@ from tests.training.test_resume import _backbone_weights
 from tests.training.test_resume import _checkpoint_steps
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
 from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
-
-pytestmark = pytest.mark.large
+from tupe_tf.training.preemption import StopRequests
 
 NUM_STEPS = 40
 SAVE_EVERY = 8
@@ -157,6 +156,30 @@ def _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_sigterm_requests_a_stop_and_gives_sigterm_its_default_action():
+    def earlier_handler(signal_number, frame):
+        raise AssertionError("SIGTERM reached the earlier handler")
+
+    previous = signal.signal(signal.SIGTERM, earlier_handler)
+    try:
+        with StopRequests(watch_gce=False) as requests:
+            assert not requests.should_stop
+        # Nothing came: the earlier handler is back.
+        assert signal.getsignal(signal.SIGTERM) is earlier_handler
+        with StopRequests(watch_gce=False) as requests:
+            signal.raise_signal(signal.SIGTERM)
+            assert requests.reason == "SIGTERM" and requests.should_stop
+            # A second SIGTERM would end the process at once.
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+            # Under multi-worker the all-reduced answer decides.
+            requests.agree(False)
+            assert not requests.should_stop
+            requests.agree(True)
+            assert requests.should_stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 # One device: SIGTERM, then a second SIGTERM into the save, then a rerun;
 # MirroredStrategy: SIGTERM, then a rerun.
 @pytest.mark.parametrize(
@@ -164,6 +187,7 @@ def _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from):
     [(), ("--strategy=mirrored", "--num_cpu_devices=2")],
     ids=["one_device", "mirrored"],
 )
+@pytest.mark.large
 def test_sigterm_saves_the_step_it_is_at_and_a_rerun_loses_nothing(
     tmp_path, data_flags, extra
 ):
@@ -241,6 +265,7 @@ def _wait_all(runs, timeout=300):
     return [run.wait(timeout) for run in runs]
 
 
+@pytest.mark.large
 def test_two_workers_preempted_then_one_lost_resume_to_the_same_weights(
     tmp_path, data_flags
 ):

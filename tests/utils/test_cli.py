@@ -5,6 +5,8 @@ import pytest
 from absl import app
 
 from tupe_tf.training.callbacks import NonFiniteLossError
+from tupe_tf.training.multi_worker import WorkerLostError
+from tupe_tf.training.preemption import PreemptedError
 from tupe_tf.utils import cli
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
@@ -31,6 +33,9 @@ def run_script(main, monkeypatch, *args):
         # absl's own usage error.
         (app.UsageError("--seq_length must be >= 3."), 2),
         (NonFiniteLossError("nan"), 3),
+        # Stopped runs whose rerun resumes.
+        (PreemptedError("Preempted (SIGTERM) at step 5"), 75),
+        (WorkerLostError("A worker of this multi-worker run is gone"), 69),
     ],
 )
 def test_user_errors_become_one_line_and_their_exit_code(

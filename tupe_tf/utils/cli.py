@@ -11,10 +11,11 @@
   at once, without cleaning up) ends with one `ERROR:` line and exit code
   128 + the signal number, after the library removed its temporary files:
   outputs are published only when complete (`tupe_tf.utils.interrupts`).
-- A training run stopped by preemption (SIGTERM: the checkpoint of the
-  step it was at is saved first) or by a lost worker (`RunStopped`) ends
-  with one `ERROR:` line naming the checkpoint a rerun resumes from and
-  the error's `exit_code` (75, 69: `tupe_tf.training.preemption`).
+- During pre-training's steps SIGTERM is a preemption notice instead: the
+  checkpoint of the step the run is at is saved first. A run stopped so,
+  or by a lost worker (`RunStopped`), ends with one `ERROR:` line naming
+  the checkpoint a rerun resumes from and the error's `exit_code` (75,
+  69: `tupe_tf.training.preemption`, `tupe_tf.training.multi_worker`).
 - A write that finds the disk full (`tupe_tf.utils.disk_full`) ends with
   one `ERROR:` line naming the output and exit code 2: the atomic writers
   published nothing half-written, so a rerun once space is freed loses
