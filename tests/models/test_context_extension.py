@@ -36,8 +36,41 @@ def test_relative_tables_give_new_offsets_the_farthest_trained_value():
     )
 
 
+def test_rows_past_the_trained_length_are_refilled_by_the_rule():
+    table = np.arange(1, 7)  # 6 positions, the first 2 trained
+    np.testing.assert_array_equal(
+        grow_length_table(table, 5, axis=0, trained_length=2),
+        [1, 2, 1, 2, 1],
+    )
+    # Offsets -3..3, trained at length 2 (offsets -1..1).
+    relative = np.array([9, 9, 1, 2, 3, 9, 9])
+    np.testing.assert_array_equal(
+        grow_length_table(relative, 4, 0, "relative", trained_length=2),
+        [1, 1, 1, 2, 3, 3, 3],
+    )
+
+
+@pytest.mark.parametrize("encoding", ["tupe-a", "diet-rel"])
+def test_a_copy_refills_the_rows_a_shorter_training_left_untrained(encoding):
+    trained, same = _backbone(12, encoding), _backbone(12, encoding)
+    grown, _ = copy_weights(trained, same, trained_length=4)
+    assert set(grown) == set(length_tables(trained))
+    assert all(lengths == [4, 12] for lengths in grown.values())
+    np.testing.assert_allclose(
+        same(_inputs(4))["sequence_output"],
+        trained(_inputs(4))["sequence_output"],
+        atol=1e-6,
+    )
+    if encoding == "tupe-a":
+        table = same.position_bias.position_embeddings.numpy()
+        # The [CLS] row stays; position 4 starts as position 0.
+        np.testing.assert_array_equal(table[1 + 4], table[1])
+
+
 def test_a_table_does_not_shrink():
-    with pytest.raises(ValueError, match="cannot grow to 2"):
+    with pytest.raises(
+        ValueError, match="4 trained positions cannot grow to 2"
+    ):
         grow_length_table(np.zeros((4, 3)), 2, axis=0)
 
 

@@ -208,7 +208,9 @@ def test_a_longer_run_from_a_tupe_tf_preset_starts_with_its_weights(
         "kind": "tupe-tf",
         "position_encoding": "tupe-r",
         "max_sequence_length": 64,
-        "grown_tables": {"untied_position_bias/position_embeddings": [64, 128]},
+        # Its preprocessor's length: rows 32 to 63 were never trained.
+        "trained_length": 32,
+        "grown_tables": {"untied_position_bias/position_embeddings": [32, 128]},
         "new_variables": [],
     }
     trained = tupe_tf.TupeMaskedLM.from_preset(tiny_preset, preprocessor=None)

@@ -134,6 +134,7 @@ def test_two_phases_at_128_then_512_in_small(
         "kind": "tupe-tf",
         "position_encoding": "tupe-r",
         "max_sequence_length": 32,
+        "trained_length": 32,
         "grown_tables": {"untied_position_bias/position_embeddings": [32, 64]},
         "new_variables": [],
     }

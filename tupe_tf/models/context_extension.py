@@ -4,7 +4,9 @@ A model rebuilt with a larger `max_sequence_length` has the same variables
 as the trained one; only the tables with one row per position (or per
 offset) are longer. `copy_weights` copies every variable by its path and
 grows those tables with `grow_length_table`, the one statement of the rule
-(docs/spec.md, "Context extension"):
+(docs/spec.md, "Context extension"), from their trained rows (a model
+trained at length `T` below its `max_sequence_length` has trained only the
+first `T`):
 
 - an absolute table (`bert`'s input positions, `tupe-*` and `bert-ad`'s
   untied table `p`, `diet-abs`'s `P_Q`, `P_K`) keeps its trained rows and
@@ -37,27 +39,32 @@ _FOREIGN_LENGTH_TABLES = {
 }
 
 
-def grow_length_table(table, new_length, axis, layout=ABSOLUTE, leading=0):
+def grow_length_table(
+    table, new_length, axis, layout=ABSOLUTE, leading=0, trained_length=None
+):
     """A position table grown to `new_length` positions (the rule).
 
     Args:
         table: array whose `axis` holds `leading` extra rows and then one
             row per position (`absolute`), or the `2N - 1` offsets
             `-(N-1) .. N-1` in order (`relative`).
-        new_length: int. The new number of positions, at least the old.
+        new_length: int. The new number of positions, at least the trained.
         axis: int. The position axis.
         layout: `absolute` (trained rows repeated: row `leading + i` of the
-            result is trained row `leading + i mod N`) or `relative` (new
+            result is trained row `leading + i mod T`) or `relative` (new
             offsets take the value of the farthest trained one on their
             side).
         leading: int. For `absolute`: rows before position 0 (TUPE's
             `[CLS]` row), copied as they are.
+        trained_length: int or None. `T`, the length the table was trained
+            at: positions (offsets) from `T` on never had a gradient and are
+            refilled by the rule too. Default: the whole table.
 
     Returns:
         A NumPy array, the same as `table` along every other axis.
 
     Raises:
-        ValueError: `new_length` is below the table's length.
+        ValueError: `new_length` is below the trained length.
 
     Example:
 
@@ -66,26 +73,28 @@ def grow_length_table(table, new_length, axis, layout=ABSOLUTE, leading=0):
     """
     table = np.moveaxis(np.asarray(table), axis, 0)
     if layout == ABSOLUTE:
-        head, rows = table[:leading], table[leading:]
-        old_length = rows.shape[0]
+        length = table.shape[0] - leading
     else:
-        old_length = (table.shape[0] + 1) // 2
-    if new_length < old_length:
+        length = (table.shape[0] + 1) // 2
+    trained = min(trained_length or length, length)
+    if new_length < trained:
         raise ValueError(
-            f"A position table of {old_length} positions cannot grow to "
-            f"{new_length}: shrinking drops trained positions."
+            f"A position table of {trained} trained positions cannot grow "
+            f"to {new_length}: shrinking drops trained positions."
         )
     if layout == ABSOLUTE:
-        repeats = -(-new_length // old_length)
+        head, rows = table[:leading], table[leading : leading + trained]
+        repeats = -(-new_length // trained)
         tiled = np.tile(rows, (repeats,) + (1,) * (rows.ndim - 1))
         grown = np.concatenate([head, tiled[:new_length]])
     else:
-        extra = new_length - old_length
+        rows = table[length - trained : length + trained - 1]
+        extra = new_length - trained
         grown = np.concatenate(
             [
-                np.repeat(table[:1], extra, axis=0),
-                table,
-                np.repeat(table[-1:], extra, axis=0),
+                np.repeat(rows[:1], extra, axis=0),
+                rows,
+                np.repeat(rows[-1:], extra, axis=0),
             ]
         )
     return np.moveaxis(grown, 0, axis)
@@ -114,23 +123,28 @@ def length_tables(model):
     return tables
 
 
-def copy_weights(source, target):
+def copy_weights(source, target, trained_length=None):
     """Copies `source`'s weights into `target` by path, growing tables.
 
     Both are built Keras models of the same layer structure (e.g. a
     `TupeBackbone` or `TupeMaskedLM` and its rebuild with a larger
     `max_sequence_length` or another `rope_max_wavelength`). A variable
     of the same shape is copied; a length-bound one (`length_tables`)
-    longer in the target is grown with `grow_length_table`; a target
-    variable without a source counterpart keeps its initial value.
+    longer in the target, or trained at a shorter length than its rows,
+    is grown with `grow_length_table`; a target variable without a source
+    counterpart keeps its initial value.
 
     Args:
         source: the trained model.
         target: the model to fill.
+        trained_length: int or None. The length `source` was trained at,
+            when below its `max_sequence_length`: its table rows from there
+            on are refilled by the rule (`grow_length_table`).
 
     Returns:
-        `(grown, new)`: `{path: [old positions, new positions]}` of the grown
-        tables and the sorted paths of the target variables not copied.
+        `(grown, new)`: `{path: [trained positions, new positions]}` of the
+        grown tables and the sorted paths of the target variables not
+        copied.
 
     Raises:
         ValueError: a variable's shape differs in a way the rule does not
@@ -155,12 +169,14 @@ def copy_weights(source, target):
             new.append(path)
             continue
         value = np.asarray(sources[path].numpy())
-        if tuple(value.shape) != tuple(variable.shape):
-            old, length = source_tables.get(path), target_tables.get(path)
+        old, length = source_tables.get(path), target_tables.get(path)
+        refill = old is not None and (trained_length or old[2]) < old[2]
+        if tuple(value.shape) != tuple(variable.shape) or refill:
             if old is None or length is None or old[:2] != length[:2]:
                 raise _mismatch(path, value.shape, variable.shape)
-            value = _grown(path, value, tuple(variable.shape), old, length)
-            grown[path] = [old[2], length[2]]
+            trained = min(trained_length or old[2], old[2])
+            value = _grown(path, value, variable.shape, old, length[2], trained)
+            grown[path] = [trained, length[2]]
         variable.assign(value)
     return grown, sorted(new)
 
@@ -173,15 +189,14 @@ def _mismatch(path, source_shape, target_shape):
     )
 
 
-def _grown(path, value, shape, source_table, target_table):
-    """`value` grown by the rule to `shape`, or `_mismatch` when the rule
-    does not give that shape."""
+def _grown(path, value, shape, source_table, new, trained):
+    """`value` grown by the rule to `shape` (`new` positions from the
+    first `trained` of the source's), or `_mismatch` when the rule does not
+    give that shape."""
     axis, layout, old = source_table
-    new = target_table[2]
     leading = value.shape[axis] - old if layout == ABSOLUTE else 0
-    if new < old:
-        raise _mismatch(path, value.shape, shape)
-    grown = grow_length_table(value, new, axis, layout, leading)
-    if grown.shape != shape:
-        raise _mismatch(path, value.shape, shape)
-    return grown
+    if new >= trained:
+        grown = grow_length_table(value, new, axis, layout, leading, trained)
+        if grown.shape == tuple(shape):
+            return grown
+    raise _mismatch(path, value.shape, shape)

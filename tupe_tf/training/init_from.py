@@ -29,6 +29,7 @@ Example:
 
 import dataclasses
 import os
+from typing import Optional
 
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.models.preset_check import check_preset
@@ -61,12 +62,15 @@ class InitSource:
         kind: `TUPE_TF` or `BERT`.
         backbone: the preset's backbone config (`config.json`'s `config`).
         has_head: whether it holds a masked-LM head (`task.json`).
+        trained_length: the sequence length of its preprocessor (the
+            `--seq_length` a tupe-tf preset was trained at), or `None`.
     """
 
     path: str
     kind: str
     backbone: dict
     has_head: bool
+    trained_length: Optional[int] = None
 
     def flag(self):
         return f"--init_from={self.path!r}"
@@ -116,7 +120,20 @@ def read_source(path):
         backbone=config.get("config", {}),
         has_head=kind == TUPE_TF
         and os.path.isfile(os.path.join(path, "task.json")),
+        trained_length=_trained_length(path, flag),
     )
+
+
+def _trained_length(path, flag):
+    """The preset preprocessor's `sequence_length`, if it has one."""
+    if not os.path.isfile(os.path.join(path, "preprocessor.json")):
+        return None
+    try:
+        config = read_preset_json(path, "preprocessor.json")
+    except UserError as error:
+        raise UserError(f"{flag}: {error}") from error
+    length = config.get("config", {}).get("sequence_length")
+    return int(length) if isinstance(length, int) else None
 
 
 def _refuse(source, what, preset_value, flag, run_value, advice):
@@ -250,6 +267,7 @@ def initialize(model, source):
         "kind": source.kind,
         "position_encoding": source.backbone.get("position_encoding", "bert"),
         "max_sequence_length": source.backbone.get("max_sequence_length"),
+        "trained_length": source.trained_length,
         "grown_tables": grown,
         "new_variables": new,
     }
@@ -265,7 +283,7 @@ def _from_tupe_tf(model, source):
         )
     else:
         trained = tupe_tf.TupeBackbone.from_preset(source.path)
-    return copy_weights(trained, model)
+    return copy_weights(trained, model, source.trained_length)
 
 
 def _from_bert(model, source):
@@ -277,14 +295,16 @@ def _from_bert(model, source):
     bert = keras_hub.models.BertBackbone.from_preset(source.path)
     backbone = model.backbone
     grown = {}
-    longer = backbone.max_sequence_length > bert.max_sequence_length
-    if longer and backbone.position_embedding is not None:
+    copies_table = backbone.position_embedding is not None and bool(
+        backbone.position_embedding.weights
+    )
+    length, table = backbone.max_sequence_length, bert.max_sequence_length
+    untrained = (source.trained_length or table) < table
+    if copies_table and (length != table or untrained):
         # load_bert_weights copies tables of one length: grow BERT's first.
-        config = dict(
-            bert.get_config(), max_sequence_length=backbone.max_sequence_length
-        )
+        config = dict(bert.get_config(), max_sequence_length=length)
         grown_bert = keras_hub.models.BertBackbone.from_config(config)
-        grown, _ = copy_weights(bert, grown_bert)
+        grown, _ = copy_weights(bert, grown_bert, source.trained_length)
         bert = grown_bert
     new = tupe_tf.load_bert_weights(backbone, bert)
     head = [v.path for v in model.weights if v.path.startswith("mlm_head/")]
