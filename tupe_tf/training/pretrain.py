@@ -363,7 +363,7 @@ def run_pretraining(config: PretrainConfig):
     of `model_dir` (`run_lock`: a second run into it is refused),
     `prepare_run` (default data from the embedded Wikipedia sample when no
     `train_files` are given, validation of every input), `pretrain_model.build_and_restore` (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
-    optimizer state, step; the data stream skips the batches already seen),
+    optimizer state, step; the data stream skips the batches already seen; without one, a new run from `--init_from`'s weights when given, `init_from.py`),
     `train` (to `num_train_steps`, checkpointing every `save_every` steps),
     `evaluate` (on `eval_files`) and `publish` (a float32 preset in
     `<model_dir>/preset` and `results.json`).
