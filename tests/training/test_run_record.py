@@ -100,9 +100,40 @@ def test_a_resume_with_other_data_settings_is_refused(
     for fragment in fragments + [
         "holds checkpoints of a run with other data settings",
         run_record.record_path(changed.config),
-        "use a new --model_dir",
+        "use a new --model_dir (with --init_from="
+        f"{changed.config.model_dir}/preset to start from this run's weights)",
     ]:
         assert fragment in message, message
+
+
+def test_the_start_is_recorded_and_a_resume_may_not_contradict_it(
+    tmp_path, shards, vocab_file
+):
+    start = {"preset": "/presets/phase1", "kind": "tupe-tf"}
+    run = fake_run(tmp_path, shards, vocab_file, init_from="/presets/phase1")
+    assert run_record.check_or_record(run, False, start=start) == start
+    # A resume reports the recorded start, with or without --init_from.
+    assert run_record.check_or_record(run, True) == start
+    plain = fake_run(tmp_path, shards, vocab_file)
+    assert run_record.check_or_record(plain, True) == start
+    elsewhere = fake_run(tmp_path, shards, vocab_file, init_from="/other")
+    with pytest.raises(run_record.ChangedRunError) as refusal:
+        run_record.check_or_record(elsewhere, True)
+    assert (
+        "holds checkpoints of a run that started from /presets/phase1 "
+        "(recorded in" in str(refusal.value)
+    )
+    assert (
+        "would not read --init_from='/other'. To resume, rerun with "
+        "--init_from=/presets/phase1; to start a new run from '/other', use "
+        "a new --model_dir." in str(refusal.value)
+    )
+    # A run that started from fresh weights and a resume naming a preset.
+    fresh = fake_run(tmp_path / "fresh", shards, vocab_file)
+    run_record.check_or_record(fresh, False)
+    later = fake_run(tmp_path / "fresh", shards, vocab_file, init_from="/p")
+    with pytest.raises(run_record.ChangedRunError, match="from fresh weights"):
+        run_record.check_or_record(later, True)
 
 
 def test_checkpoints_without_a_record_resume(tmp_path, shards, vocab_file):

@@ -39,6 +39,13 @@ class DietAbsolutePositionBias(PositionBiasLayer):
     ```
     """
 
+    # The weights whose axis 2 holds the `N` positions (for
+    # `models.context_extension`): attribute -> (position axis, layout).
+    length_tables = {
+        "query_positions": (2, "absolute"),
+        "key_positions": (2, "absolute"),
+    }
+
     def __init__(
         self,
         num_layers,

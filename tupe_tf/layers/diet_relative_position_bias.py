@@ -39,6 +39,10 @@ class DietRelativePositionBias(PositionBiasLayer):
     ```
     """
 
+    # The weight whose axis 2 holds the `2N - 1` offsets `j - i` (for
+    # `models.context_extension`): attribute -> (position axis, layout).
+    length_tables = {"relative_positions": (2, "relative")}
+
     def __init__(
         self,
         num_layers,

@@ -47,6 +47,9 @@ class UntiedPositionOffsets(PositionBiasLayer):
 
     # Rows of the table before token 0's (UntiedPositionBias: theta rows).
     _row_offset = 0
+    # The weight whose rows are positions, for `models.context_extension`:
+    # attribute -> (position axis, layout).
+    length_tables = {"position_embeddings": (0, "absolute")}
 
     def __init__(
         self,

@@ -277,6 +277,14 @@ class PretrainConfig(masking.WholeWordMaskingSettings):
     work_dir: str = setting(
         "./runs/default", help="Where default data (and model_dir) go."
     )
+    init_from: Optional[str] = setting(
+        None,
+        help="Start a new run (fresh optimizer and step) from this preset's "
+        "weights: a tupe-tf preset (<model_dir>/preset; the model flags as "
+        "there, a longer --max_sequence_length grows its position tables) "
+        "or a keras-hub BertBackbone preset directory (any "
+        "--position_encoding).",
+    )
     seq_length: int = setting(
         128, help="Sequence length of the shards.", valid=at_least(3)
     )

@@ -17,11 +17,13 @@ import math
 import os
 import shutil
 import time
+from typing import Optional
 
 import keras
 import tensorflow as tf
 
 from tupe_tf.training import distribution
+from tupe_tf.training import init_from
 from tupe_tf.training import multi_worker
 from tupe_tf.training import preemption
 from tupe_tf.training import pretrain_data
@@ -58,7 +60,8 @@ class PretrainingResult:
 def validate_settings(config, strategy=None):
     """Checks what a `PretrainConfig`'s flags alone decide, before any data
     is built: each setting's range and choices, the lengths, the warm-up,
-    the batch against the strategy's replicas, a writable `--model_dir`
+    the `--init_from` preset against the model flags, the batch against the
+    strategy's replicas, a writable `--model_dir`
     (and `--work_dir` for the default data).
 
     Raises:
@@ -79,6 +82,10 @@ def validate_settings(config, strategy=None):
             "--max_sequence_length."
         )
     config.optimizer.resolve_warmup_steps(config.num_train_steps)
+    if config.init_from:
+        init_from.check_fit(
+            init_from.read_source(config.init_from), config.model
+        )
     if strategy is not None:
         distribution.micro_batch_size(
             config.global_batch_size,
@@ -119,6 +126,8 @@ class PretrainingRun:
         strategy: the `tf.distribute.Strategy`.
         train_files, eval_files: the expanded shard paths.
         vocabulary_size: tokens in `config.vocab_file`.
+        init_source: the checked `--init_from` preset
+            (`init_from.InitSource`), or `None`.
     """
 
     config: PretrainConfig
@@ -126,6 +135,7 @@ class PretrainingRun:
     train_files: list
     eval_files: list
     vocabulary_size: int
+    init_source: Optional[init_from.InitSource] = None
 
     @property
     def chief(self):
@@ -178,12 +188,18 @@ def prepare_run(config, strategy=None):
     pretrain_data.check_data(config)
     config = pretrain_model.resolve_learning_rate(config)
     expand = pretrain_data.expand_patterns
+    vocabulary_size = pretrain_data.vocabulary_size(config.vocab_file)
+    source = None
+    if config.init_from:
+        source = init_from.read_source(config.init_from)
+        init_from.check_vocabulary(source, config.vocab_file, vocabulary_size)
     return PretrainingRun(
         config=config,
         strategy=strategy,
         train_files=expand(config.train_files, "--train_files"),
         eval_files=expand(config.eval_files, "--eval_files"),
-        vocabulary_size=pretrain_data.vocabulary_size(config.vocab_file),
+        vocabulary_size=vocabulary_size,
+        init_source=source,
     )
 
 
@@ -321,9 +337,13 @@ def evaluate(run, model, outcome, eval_data):
     return results
 
 
-def publish(run, model, manager, start_step, outcome, eval_results):
+def publish(run, model, manager, start, outcome, eval_results):
     """Step "publish": the float32 preset and, on the chief,
-    `results.json`; returns the results dict."""
+    `results.json`; returns the results dict.
+
+    `start` is `(start_step, init_from)`: the step this process started
+    from and where the run's weights came from (`run_record`'s start).
+    """
     import tupe_tf
 
     config = run.config
@@ -340,9 +360,11 @@ def publish(run, model, manager, start_step, outcome, eval_results):
         # Every worker takes part in saving; only the chief keeps the files.
         shutil.rmtree(preset_dir, ignore_errors=True)
         shutil.rmtree(manager.directory, ignore_errors=True)
+    start_step, started_from = start
     results = {
         "global_step": global_step(model),
         "resumed_from_step": start_step,
+        "init_from": started_from,
         "train_seconds_this_run": outcome.seconds,
         "eval": eval_results,
         "history_this_run": outcome.history,
@@ -371,7 +393,7 @@ def run_pretraining(config: PretrainConfig):
     of `model_dir` (`run_lock`: a second run into it is refused),
     `prepare_run` (default data from the embedded Wikipedia sample when no
     `train_files` are given, validation of every input), `pretrain_model.build_and_restore` (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
-    optimizer state, step; the data stream skips the batches already seen),
+    optimizer state, step; the data stream skips the batches already seen; without one, a new run from `--init_from`'s weights when given, `init_from.py`),
     `train` (to `num_train_steps`, checkpointing every `save_every` steps),
     `evaluate` (on `eval_files`) and `publish` (a float32 preset in
     `<model_dir>/preset` and `results.json`).
@@ -439,8 +461,12 @@ def _pretrain(run):
         pretrain_model.remove_temporary_checkpoints(
             distribution.worker_dir(run.config.checkpoint_dir, run.strategy)
         )
-        model, manager, start_step = pretrain_model.build_and_restore(run)
-        run_record.check_or_record(run, start_step > 0, run.chief)
+        model, manager, start_step, start = pretrain_model.build_and_restore(
+            run
+        )
+        started_from = run_record.check_or_record(
+            run, start_step > 0, run.chief, start
+        )
         if run.chief:
             fileio.write_json_atomically(
                 os.path.join(run.config.model_dir, "config.json"),
@@ -457,7 +483,12 @@ def _pretrain(run):
             pretrain_data.refuse_bad_shard(error, run.config)
             raise
         results = publish(
-            run, model, manager, start_step, outcome, eval_results
+            run,
+            model,
+            manager,
+            (start_step, started_from),
+            outcome,
+            eval_results,
         )
         return PretrainingResult(
             model=model, results=results, strategy=run.strategy

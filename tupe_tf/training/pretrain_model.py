@@ -15,6 +15,7 @@ from absl import logging
 
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
+from tupe_tf.training import init_from
 from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.gradient_accumulation import GradientAccumulation
 from tupe_tf.training.optimization import optimizer_from_config
@@ -99,14 +100,16 @@ def compile_masked_lm(model, config):
 
 def build_and_restore(run):
     """Step "model": the compiled masked LM, restored from the latest
-    checkpoint when there is one.
+    checkpoint when there is one, else (with `--init_from`) holding the
+    weights of `run.init_source` (`init_from.initialize`).
 
     Args:
         run: a `tupe_tf.training.pretrain.PretrainingRun`.
 
     Returns:
-        `(model, manager, start_step)`: the model, its
-        `tf.train.CheckpointManager` and the step training starts from.
+        `(model, manager, start_step, start)`: the model, its
+        `tf.train.CheckpointManager`, the step training starts from and
+        the `--init_from` record of a new run (`None` otherwise).
     """
     config, strategy = run.config, run.strategy
     # Same seed, same initial weights (and dropout streams) on every worker
@@ -128,9 +131,18 @@ def build_and_restore(run):
     )
     # The chief's directory holds the real checkpoints on every worker.
     latest = restore_latest_checkpoint(checkpoint, config)
+    start = None
     if latest:
         print(f"Resumed from {latest}", flush=True)
-    return model, manager, global_step(model)
+    elif run.init_source is not None:
+        start = init_from.initialize(model, run.init_source)
+        print(
+            f"Initialised from {start['preset']} ({start['kind']}; grown "
+            f"tables: {start['grown_tables'] or 'none'}; "
+            f"{len(start['new_variables'])} new variables)",
+            flush=True,
+        )
+    return model, manager, global_step(model), start
 
 
 def restore_latest_checkpoint(checkpoint, config):

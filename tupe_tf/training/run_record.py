@@ -6,7 +6,10 @@ sequence length, shards, seed, shuffle buffer and masking. These settings
 are recorded in `<model_dir>/checkpoints/run.json` when a run starts from
 scratch, and a run that resumes from a checkpoint with another value of one
 of them is refused, naming the flag and the recorded value. Checkpoints
-made without a record (by an earlier version) resume as before.
+made without a record (by an earlier version) resume as before. The record
+also keeps where the run started (`--init_from`, `init_from.initialize`'s
+record, or `None` for fresh weights), which a resume reports and which its
+`--init_from` may not contradict.
 
 Example:
 >>> check_or_record(run, resumed=start_step > 0)  # doctest: +SKIP
@@ -30,6 +33,7 @@ DATA_SETTINGS = (
     "whole_word_masking",
 )
 FINGERPRINT = "train_files_fingerprint"
+START = "init_from"
 
 
 class ChangedRunError(UserError):
@@ -84,26 +88,33 @@ def _describe(flag, recorded, current):
     return f"{flag}={current} (the checkpoints were made with {recorded})"
 
 
-def check_or_record(run, resumed, chief=True):
+def check_or_record(run, resumed, chief=True, start=None):
     """Refuses a resume that changes the data; records a new run's.
 
     Args:
         run: a `tupe_tf.training.pretrain.PretrainingRun`.
         resumed: whether the model was restored from a checkpoint.
         chief: whether this worker writes the record.
+        start: for a new run, where its weights came from (the record of
+            `init_from.initialize`, or `None`).
+
+    Returns:
+        Where the run started: `start` for a new run, the recorded start
+        for a resume (`None` for a record without one).
 
     Raises:
-        ChangedRunError: naming each changed flag and its recorded value.
+        ChangedRunError: naming each changed flag and its recorded value,
+            or an `--init_from` other than the run's start.
     """
     config = run.config
     current = data_settings(config, run.train_files)
     path = record_path(config)
     if not resumed:
         if chief:
-            fileio.write_json_atomically(path, current)
-        return
+            fileio.write_json_atomically(path, dict(current, **{START: start}))
+        return start
     if not os.path.exists(path):
-        return  # Checkpoints made before runs were recorded.
+        return None  # Checkpoints made before runs were recorded.
     recorded = fileio.read_json(
         path, "restore it, or pass a new --model_dir to start a new run."
     )
@@ -122,5 +133,31 @@ def check_or_record(run, resumed, chief=True):
             f"with other data settings: {listing} (recorded in {path}). "
             "Resuming would feed the next steps other data than that run "
             f"would have seen. To resume, rerun with {' and '.join(restore)}; "
-            "to start a new run with these settings, use a new --model_dir."
+            "to start a new run with these settings, use a new --model_dir "
+            f"(with --init_from={_preset_of(config)} to start from this "
+            "run's weights)."
         )
+    _check_start(config, recorded.get(START), path)
+    return recorded.get(START)
+
+
+def _preset_of(config):
+    return os.path.join(config.model_dir, "preset")
+
+
+def _check_start(config, start, path):
+    """Refuses an `--init_from` that the resumed run did not start from."""
+    if not config.init_from:
+        return
+    preset = start["preset"] if start else None
+    if preset == os.path.abspath(config.init_from):
+        return
+    began = f"from {preset}" if preset else "from fresh weights"
+    again = f"--init_from={preset}" if preset else "without --init_from"
+    raise ChangedRunError(
+        f"--model_dir={config.model_dir!r} holds checkpoints of a run that "
+        f"started {began} (recorded in {path}), so a rerun resumes from "
+        f"them and would not read --init_from={config.init_from!r}. To "
+        f"resume, rerun with {again}; to start a new run from "
+        f"{config.init_from!r}, use a new --model_dir."
+    )
