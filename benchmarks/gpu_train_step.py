@@ -7,9 +7,17 @@ donated, as a training loop does): the masked-LM loss on synthetic batches
 of full-length sequences (pre-training packs its sequences, so there is no
 padding) with `--max_predictions` masked positions per sequence.
 
+`--predict` adds each encoding's inference forward (the backbone alone,
+`training=False`) as a case of its own. The name `keras-hub BERT` in
+`--position_encodings` is keras-hub's own `BertMaskedLM` on `BertBackbone`,
+the reference of `benchmarks/step_overhead.py`.
+
 Rounds interleave the encodings in a shuffled order. The table gives, per
 encoding, the median step time, tokens per second and model-FLOPs
-utilisation (MFU): model FLOPs per step / step time / the chip's peak.
+utilisation (MFU): model FLOPs per step / step time / the chip's peak, and
+the compiled program's device memory (XLA's own accounting: its
+temporaries, the activations kept for the backward pass among them, plus
+its inputs and outputs; the donated state counted once).
 Model FLOPs are the same for every encoding (the usual count: 6 x the
 matrix-multiply parameters per token, the attention products and the
 masked-LM head over the predicted positions), so the encodings' extra work
@@ -18,6 +26,9 @@ median [min, max]. The kernel column says whether cuDNN's fused attention
 runs (a `__cudnn$fmha` call in the compiled program) or XLA's.
 
     KERAS_BACKEND=jax python benchmarks/gpu_train_step.py  # BERT-base, 512
+    KERAS_BACKEND=jax python benchmarks/gpu_train_step.py --num_layers=4 \
+        --hidden_dim=512 --num_heads=8 --intermediate_dim=2048 --predict \
+        --position_encodings="keras-hub BERT,bert,..."  # every encoding
     KERAS_BACKEND=jax python benchmarks/gpu_train_step.py --num_layers=2 \
         --hidden_dim=64 --num_heads=2 --intermediate_dim=128 \
         --seq_length=32 --batch_size=2 --vocabulary_size=512 \
@@ -41,6 +52,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import harness  # noqa: E402
 import jax  # noqa: E402
 import keras  # noqa: E402
+import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
@@ -59,6 +71,7 @@ flags.DEFINE_list(
     ["bert", "tupe-r", "rope", "diet-rel"],
     "Position encodings to measure; the first is the ratios' reference.",
 )
+flags.DEFINE_bool("predict", False, "Also time the inference forward.")
 flags.DEFINE_string("dtype", "mixed_bfloat16", "Keras dtype policy.")
 flags.DEFINE_float("dropout", 0.0, "Dropout of the backbone.")
 flags.DEFINE_integer(
@@ -73,6 +86,7 @@ flags.DEFINE_float(
 flags.DEFINE_string("profile_dir", None, "Write traces and HLO here.")
 flags.DEFINE_string("output", None, "Also write the table here.")
 
+KERAS_HUB = "keras-hub BERT"
 FUSED_ATTENTION = re.compile(r'custom_call_target="__cudnn\$fmha[A-Za-z]*"')
 
 
@@ -105,13 +119,19 @@ def make_batch(rng):
 
 
 def build(position_encoding):
-    backbone = tupe_tf.TupeBackbone(
+    dims = dict(
         **backbone_dims(max_sequence_length=FLAGS.seq_length),
-        position_encoding=position_encoding,
         dropout=FLAGS.dropout,
         dtype=FLAGS.dtype,
     )
-    model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    if position_encoding == KERAS_HUB:
+        backbone = keras_hub.models.BertBackbone(**dims)
+        model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
+    else:
+        backbone = tupe_tf.TupeBackbone(
+            **dims, position_encoding=position_encoding
+        )
+        model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
     optimizer = keras.optimizers.AdamW(
         learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
     )
@@ -146,6 +166,32 @@ def jitted_train_step(model, optimizer):
     return jax.jit(train_step, donate_argnums=0)
 
 
+def jitted_predict(backbone):
+    """predict(state, x) -> the backbone's sequence output, inference mode."""
+
+    def predict(state, x):
+        trainable, non_trainable = state
+        inputs = {k: v for k, v in x.items() if k != "mask_positions"}
+        outputs, _ = backbone.stateless_call(
+            trainable, non_trainable, inputs, training=False
+        )
+        return outputs["sequence_output"]
+
+    return jax.jit(predict)
+
+
+def device_megabytes(program):
+    """The compiled program's device memory by XLA's accounting."""
+    stats = program.memory_analysis()
+    total = (
+        stats.temp_size_in_bytes
+        + stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
+    return total / 2**20
+
+
 class Candidate:
     """One encoding's compiled train step and its state between rounds."""
 
@@ -160,15 +206,41 @@ class Candidate:
         self.lowered = jitted_train_step(model, optimizer).lower(
             self.state, *batch
         )
+        self.predict_lowered = None
+        if FLAGS.predict:
+            backbone = model.backbone
+            # Copies: the train step donates (deletes) the state it gets.
+            self.predict_state = (
+                [jax.numpy.copy(v.value) for v in backbone.trainable_variables],
+                [
+                    jax.numpy.copy(v.value)
+                    for v in backbone.non_trainable_variables
+                ],
+            )
+            self.predict_lowered = jitted_predict(backbone).lower(
+                self.predict_state, batch[0]
+            )
 
     def compile(self):
         self.program = self.lowered.compile()
         self.hlo = self.program.as_text()
         self.kernel = "cuDNN" if FUSED_ATTENTION.search(self.hlo) else "XLA"
+        self.megabytes = device_megabytes(self.program)
+        if self.predict_lowered is not None:
+            self.predict_program = self.predict_lowered.compile()
+            self.predict_megabytes = device_megabytes(self.predict_program)
 
     def step(self):
         loss, self.state = self.program(self.state, *self.batch)
         return loss
+
+    def predict(self):
+        return self.predict_program(self.predict_state, self.batch[0])
+
+    def timed_predict_round(self):
+        return harness.time_steps(
+            self.predict, FLAGS.steps_per_round, jax.block_until_ready
+        )
 
     def run(self, steps):
         """Runs `steps` steps; refuses a non-finite loss."""
@@ -233,23 +305,32 @@ def print_costliest_kernels(name, trace_path, top=25):
 
 
 def table_rows(candidates, samples, flops):
-    reference = samples[FLAGS.position_encodings[0]]
+    reference = FLAGS.position_encodings[0]
     tokens = FLAGS.batch_size * FLAGS.seq_length
     peak = FLAGS.peak_tflops * 1e12
     rows = []
     for name, candidate in candidates.items():
-        summary = harness.summarize(samples[name], reference)
+        summary = harness.summarize(samples[name], samples[reference])
         step = summary.wall.median
-        rows.append(
-            [
-                name,
-                candidate.kernel,
-                f"{step * 1e3:.1f}",
-                f"{tokens / step:,.0f}",
-                f"{100 * flops / step / peak:.1f}%",
-                summary.wall_ratio.format(".3f"),
+        row = [
+            name,
+            candidate.kernel,
+            f"{step * 1e3:.1f}",
+            f"{tokens / step:,.0f}",
+            f"{100 * flops / step / peak:.1f}%",
+            summary.wall_ratio.format(".3f"),
+            f"{candidate.megabytes:,.0f}",
+        ]
+        if FLAGS.predict:
+            forward = harness.summarize(
+                samples[f"{name} predict"], samples[f"{reference} predict"]
+            )
+            row += [
+                f"{forward.wall.median * 1e3:.2f}",
+                forward.wall_ratio.format(".3f"),
+                f"{candidate.predict_megabytes:,.0f}",
             ]
-        )
+        rows.append(row)
     return rows
 
 
@@ -257,6 +338,7 @@ def matmul_tflops():
     """Achieved bf16 TFLOP/s of an 8192^3 matrix product on this chip."""
     a = jax.random.normal(jax.random.key(0), (8192, 8192), "bfloat16")
     product = jax.jit(lambda x: x @ x)
+    jax.block_until_ready(product(a))  # compile outside the timing
     timing = harness.time_steps(lambda: product(a), 10, jax.block_until_ready)
     return 2 * 8192**3 / timing.wall / 1e12
 
@@ -269,9 +351,12 @@ def main(_):
     start = time.perf_counter()
     candidates = compile_candidates(make_batch(np.random.default_rng(0)))
     print(f"compiled in {time.perf_counter() - start:.0f} s", flush=True)
-    samples = harness.run_rounds(
-        {n: c.timed_round for n, c in candidates.items()}, FLAGS.rounds
-    )
+    cases = {n: c.timed_round for n, c in candidates.items()}
+    if FLAGS.predict:
+        for name, candidate in candidates.items():
+            candidate.predict()  # warm up
+            cases[f"{name} predict"] = candidate.timed_predict_round
+    samples = harness.run_rounds(cases, FLAGS.rounds)
     flops = model_flops_per_step(model_dims())
     text = harness.print_table(
         f"dims {describe_dims()}, predictions={FLAGS.max_predictions}, "
@@ -279,9 +364,9 @@ def main(_):
         f"{flops / 1e12:.2f} model TFLOP/step; rounds={FLAGS.rounds}x"
         f"{FLAGS.steps_per_round} steps; {device}, 8192^3 bf16 matmul "
         f"{matmul_tflops():.0f} TFLOP/s",
-        HEADER,
+        header(),
         table_rows(candidates, samples, flops),
-        align=[None] * 2 + ["right"] * 4,
+        align=[None] * 2 + ["right"] * (len(header()) - 2),
     )
     if FLAGS.output:
         pathlib.Path(FLAGS.output).write_text(text + "\n")
@@ -290,14 +375,20 @@ def main(_):
             profile(name, candidate)
 
 
-HEADER = [
-    "position encoding",
-    "attention",
-    "step ms",
-    "tokens/s",
-    "MFU",
-    "step / reference",
-]
+def header():
+    columns = [
+        "position encoding",
+        "attention",
+        "step ms",
+        "tokens/s",
+        "MFU",
+        "step / reference",
+        "train MB",
+    ]
+    if FLAGS.predict:
+        columns += ["predict ms", "predict / reference", "predict MB"]
+    return columns
+
 
 if __name__ == "__main__":
     app.run(main)
