@@ -1,21 +1,12 @@
-r"""Pre-training throughput: the `run_pretraining` fit loop vs plain keras-hub.
+r"""Pre-training settings of the default model, on the same cached batches.
 
-Measures sequences/s of
-
-  * `bert_masked_lm`: a plain `keras_hub.models.BertMaskedLM` of the same
-    dims, compiled with a plain `keras.optimizers.AdamW`, plain `fit`;
-  * `tupe_loop[<encoding>]`: the model, optimizer (AdamW with the
-    warm-up/decay schedule and weight-decay exclusions) and callbacks
-    (TensorBoard logger, NaN guard) that `run_pretraining` uses, with
-    `--position_encoding=bert` (same maths as BERT: the loop's overhead) and
-    `tupe-r` (the default model),
-
-all fed the SAME cached batches, in the same process, measured in the
-harness's interleaved rounds so that load from other processes hits all of
-them alike; the median over rounds is reported. Then, for the
-default model, the settings: XLA (`jit_compile`), `steps_per_execution`, and
-feeding straight from the shard reader with and without the final
-`prefetch`.
+Measures sequences/s of the model, optimizer (AdamW with the warm-up/decay
+schedule and weight-decay exclusions) and callbacks (TensorBoard logger,
+NaN guard) that `run_pretraining` uses, `tupe-r`, all fed the SAME cached
+batches in one process, in the harness's interleaved rounds: XLA
+(`jit_compile`) and `steps_per_execution`, then feeding straight from the
+shard reader with and without the final `prefetch`. The whole main job
+against plain keras-hub, each in fresh processes, is `main_job.py`.
 
   python benchmarks/train_throughput.py --work_dir=./runs/default
 
@@ -46,9 +37,6 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_string(
     "output", "benchmarks/results/train_throughput.json", "Where results go."
-)
-flags.DEFINE_boolean(
-    "settings", True, "Also measure XLA / steps_per_execution / prefetch."
 )
 HEADER = [
     "seq/s wall (median)",
@@ -161,34 +149,6 @@ class Setups:
         dataset = self.cached if dataset is None else dataset
         return fit_case(model, callbacks, dataset, spe)
 
-    def bert_masked_lm(self):
-        """A plain keras-hub `BertMaskedLM`, plain AdamW, plain `fit`."""
-        import keras
-        import keras_hub
-
-        keras.utils.set_random_seed(0)
-        backbone = keras_hub.models.BertBackbone(
-            self.vocab_size,
-            max_sequence_length=512,
-            dropout=0.1,
-            **model_dims(),
-        )
-        model = keras_hub.models.BertMaskedLM(backbone, preprocessor=None)
-        model.compile(
-            optimizer=keras.optimizers.AdamW(
-                1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
-            ),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
-        )
-        return fit_case(model, [], self.cached)
-
-    def comparison(self):
-        cases = {"bert_masked_lm": self.bert_masked_lm()}
-        for encoding in ("bert", "tupe-r"):
-            cases[f"tupe_loop[{encoding}]"] = self.tupe_loop(encoding)
-        return cases
-
     def settings(self):
         cases = {}
         for jit in (False, True):
@@ -229,15 +189,7 @@ def table_rows(samples):
 def main(argv):
     del argv
     setups = Setups()
-    print("== Same batches: plain keras-hub BERT vs the pre-training loop ==")
-    results = {
-        "comparison": harness.run_rounds(setups.comparison(), FLAGS.rounds)
-    }
-    if FLAGS.settings:
-        print("== Settings, default model (tupe-r) ==")
-        results["settings"] = harness.run_rounds(
-            setups.settings(), FLAGS.rounds
-        )
+    results = {"settings": harness.run_rounds(setups.settings(), FLAGS.rounds)}
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     tables = [
         harness.print_table(
@@ -248,10 +200,7 @@ def main(argv):
             [title] + HEADER,
             table_rows(samples),
         )
-        for title, samples in zip(
-            ("setup (same cached batches)", "setting (tupe-r)"),
-            results.values(),
-        )
+        for title, samples in zip(("setting (tupe-r)",), results.values())
     ]
     harness.write_json(
         FLAGS.output,
