@@ -47,7 +47,7 @@ flags.DEFINE_string(
     "work_dir", "./runs/default", "Default-data directory (vocab + shards)."
 )
 flags.DEFINE_integer(
-    "num_train_steps", 160, "Steps per process.", lower_bound=40
+    "num_train_steps", 160, "Steps per process.", lower_bound=1
 )
 flags.DEFINE_integer("log_every", 20, "Steps per timed window.")
 flags.DEFINE_list(

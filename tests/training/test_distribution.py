@@ -64,6 +64,25 @@ def _mirrored_flags(data_flags, model_dir, *extra):
     )
 
 
+@pytest.mark.parametrize(
+    "strategy, jit_compile, expected",
+    [
+        ("default", None, True),
+        ("one_device", None, True),
+        ("mirrored", None, bool(tf.config.list_logical_devices("GPU"))),
+        ("mirrored", True, True),
+        ("default", False, False),
+    ],
+)
+def test_xla_by_default_but_for_mirrored_on_cpus(
+    strategy, jit_compile, expected
+):
+    from tupe_tf.training.config import RuntimeConfig
+
+    runtime = RuntimeConfig(strategy=strategy, jit_compile=jit_compile)
+    assert distribution.jit_compile(runtime) is expected
+
+
 @pytest.mark.large
 def test_mirrored_on_two_logical_cpus_trains(tmp_path, data_flags):
     run = run_script(

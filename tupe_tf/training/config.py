@@ -218,7 +218,12 @@ class RuntimeConfig(Settings):
         "loss scaling).",
         choices=MIXED_PRECISION_POLICIES,
     )
-    jit_compile: bool = setting(False, help="XLA-compile the train step.")
+    jit_compile: Optional[bool] = setting(
+        None,
+        help="XLA-compile the train step. Unset: on, except with "
+        "--strategy=mirrored on CPU devices, where TensorFlow cannot "
+        "XLA-compile the replicas' steps (docs/training.md).",
+    )
     steps_per_execution: int = setting(
         1, help="Train steps per tf.function call.", valid=at_least(1)
     )

@@ -171,7 +171,7 @@ def _compiled_classifier(config, task, features, total_steps, learning_rate):
         optimizer=optimizer,
         loss=loss,
         metrics=metrics,
-        jit_compile=config.runtime.jit_compile,
+        jit_compile=distribution.jit_compile(config.runtime),
         steps_per_execution=config.runtime.steps_per_execution,
     )
     return model

@@ -86,7 +86,7 @@ def compile_masked_lm(model, config):
         weighted_metrics=[
             keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
         ],
-        jit_compile=config.runtime.jit_compile,
+        jit_compile=distribution.jit_compile(config.runtime),
         steps_per_execution=config.runtime.steps_per_execution,
     )
     if config.gradient_accumulation_steps > 1:
