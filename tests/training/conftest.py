@@ -34,6 +34,9 @@ TINY_MODEL_FLAGS = [
     "--max_sequence_length=64",
     f"--seq_length={SEQ_LENGTH}",
     "--verbose=2",
+    # Graph mode: an XLA compile costs a tiny run more than it saves; the
+    # XLA default has tests of its own (test_distribution, the recipe's).
+    "--nojit_compile",
 ]
 
 

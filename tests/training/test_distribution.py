@@ -65,22 +65,36 @@ def _mirrored_flags(data_flags, model_dir, *extra):
 
 
 @pytest.mark.parametrize(
-    "strategy, jit_compile, expected",
+    "devices, expected",
     [
-        ("default", None, True),
-        ("one_device", None, True),
-        ("mirrored", None, bool(tf.config.list_logical_devices("GPU"))),
-        ("mirrored", True, True),
-        ("default", False, False),
+        (None, True),  # no strategy in scope
+        (("CPU:0",), True),
+        (("CPU:0", "CPU:1"), False),  # MirroredStrategy on logical CPUs
+        (("GPU:0", "GPU:1"), True),
+        (("TPU:0", "TPU:1"), True),
     ],
 )
-def test_xla_by_default_but_for_mirrored_on_cpus(
-    strategy, jit_compile, expected
+def test_xla_by_default_but_for_replicas_on_cpus(
+    monkeypatch, devices, expected
 ):
+    """The real strategies run in the mirrored and multi-worker tests; here
+    the rule, with the strategy in scope replaced by its devices."""
+    import types
+
     from tupe_tf.training.config import RuntimeConfig
 
-    runtime = RuntimeConfig(strategy=strategy, jit_compile=jit_compile)
-    assert distribution.jit_compile(runtime) is expected
+    if devices is not None:
+        names = tuple(
+            f"/job:localhost/replica:0/task:0/device:{d}" for d in devices
+        )
+        strategy = types.SimpleNamespace(
+            extended=types.SimpleNamespace(worker_devices=names)
+        )
+        monkeypatch.setattr(tf.distribute, "has_strategy", lambda: True)
+        monkeypatch.setattr(tf.distribute, "get_strategy", lambda: strategy)
+    assert distribution.jit_compile(RuntimeConfig()) is expected
+    assert distribution.jit_compile(RuntimeConfig(jit_compile=False)) is False
+    assert distribution.jit_compile(RuntimeConfig(jit_compile=True)) is True
 
 
 @pytest.mark.large

@@ -108,6 +108,7 @@ def test_pretrain_finetune_and_export_scripts(
             "--num_epochs=1",
             f"--seq_length={SEQ_LENGTH}",
             "--batch_size=16",
+            "--nojit_compile",
         ],
     )
     assert run.returncode == 0, run.stderr[-3000:]
