@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from tests.subprocesses import _is_stopped
@@ -26,8 +25,8 @@ from tests.training.conftest import REPO
 from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import free_ports
 from tests.training.conftest import subprocess_env
-from tests.training.test_resume import _backbone_weights
 from tests.training.test_resume import _checkpoint_steps
+from tests.training.test_resume import assert_same_training
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
 from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
 from tupe_tf.training.preemption import StopRequests
@@ -146,14 +145,7 @@ def _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from):
     assert not [
         n for n in os.listdir(model_dir / "checkpoints") if "_temp" in n
     ]
-    assert results["eval"]["loss"] == pytest.approx(
-        reference["eval"]["loss"], abs=1e-4
-    )
-    for got, want in zip(
-        _backbone_weights(results["preset_dir"]),
-        _backbone_weights(reference["preset_dir"]),
-    ):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert_same_training(results, reference)
 
 
 def test_sigterm_requests_a_stop_and_gives_sigterm_its_default_action():

@@ -60,6 +60,19 @@ def _checkpoint_steps(checkpoint_dir):
     return sorted({int(step) for step in re.findall(r'"ckpt-(\d+)"', text)})
 
 
+def assert_same_training(results, reference_results):
+    """Two runs' `results.json`: the same evaluation loss and backbone
+    weights, to round-off."""
+    assert results["eval"]["loss"] == pytest.approx(
+        reference_results["eval"]["loss"], abs=1e-4
+    )
+    for got, want in zip(
+        _backbone_weights(results["preset_dir"]),
+        _backbone_weights(reference_results["preset_dir"]),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def _backbone_weights(preset):
     import tupe_tf
 
@@ -118,11 +131,4 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
     assert f"Resumed from {crashed_dir / 'checkpoints'}" in resumed.stdout
 
     reference_results = json.loads((reference_dir / "results.json").read_text())
-    assert results["eval"]["loss"] == pytest.approx(
-        reference_results["eval"]["loss"], abs=1e-4
-    )
-    for got, want in zip(
-        _backbone_weights(results["preset_dir"]),
-        _backbone_weights(reference_results["preset_dir"]),
-    ):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert_same_training(results, reference_results)
