@@ -163,6 +163,20 @@ class CompareConfig(Settings):
         element_type=int,
         valid=at_least(2),
     )
+    extension_steps: int = setting(
+        0,
+        help="Steps of a second pre-training phase that extends every "
+        "variant's first-seed model to the tables' length (the longest "
+        "held-out length): --init_from its preset, tables refilled by the "
+        "rule of docs/spec.md, batches of the first phase's tokens per "
+        "step; 0: no extension.",
+        valid=at_least(0),
+    )
+    extension_train_files: Optional[Sequence[str]] = setting(
+        None,
+        help="Training shards at the extension length to use instead (tests).",
+        flag=False,
+    )
     eval_interval: int = setting(
         100,
         help="Steps between validation-loss points of the curve.",
@@ -295,6 +309,18 @@ class CompareConfig(Settings):
         return [length] + [length * f for f in self.extrapolation_factors]
 
     @property
+    def extension_length(self):
+        """The length an extension trains at: the tables' length."""
+        return max(self.eval_lengths)
+
+    @property
+    def extension_batch_size(self):
+        """An extension's batch: the first phase's tokens per step."""
+        pretrain = self.pretrain
+        tokens = pretrain.global_batch_size * pretrain.seq_length
+        return max(1, tokens // self.extension_length)
+
+    @property
     def beyond_table_lengths(self):
         """Held-out lengths past `eval_lengths`, for length-free options."""
         return [self.pretrain.seq_length * f for f in self.beyond_table_factors]
@@ -379,6 +405,16 @@ class CompareConfig(Settings):
             not self.from_results,
             "while the study runs (without --from_results)",
         )
+        if (
+            self.extension_steps
+            and self.pretrain.train_files
+            and not self.extension_train_files
+        ):
+            raise UserError(
+                "--extension_steps on the caller's own pretrain.train_files "
+                "needs extension_train_files: training shards of length "
+                f"{self.extension_length}."
+            )
         glue_dir = self.finetune.glue_dir
         if glue_dir is not None and not os.path.isdir(glue_dir):
             raise UserError(f"--glue_dir {glue_dir!r} is not a directory.")

@@ -205,19 +205,38 @@ def prepare_beyond_table_data(work_dir, vocab_file, lengths):
     They are evaluation-only data past the models' position tables, so they
     stay out of the study's fingerprint (adding a length keeps the trained
     runs valid); `data_fingerprint(vocab_file, [], files)` names them in the
-    records that use them. Shards already built are reused (shards are
-    published whole or not at all).
+    records that use them.
 
     Returns:
         `{length: [shard]}`.
     """
-    heldout_txt = os.path.join(work_dir, "heldout.txt")
-    files = {}
-    for n in sorted({int(n) for n in lengths}):
-        directory = os.path.join(work_dir, f"heldout_{n}")
-        built = os.path.isdir(directory) and _shard_files(directory)
-        files[n] = built or _build_shards(heldout_txt, vocab_file, directory, n)
-    return files
+    return {
+        n: _reused_or_built(work_dir, "heldout", vocab_file, n)
+        for n in sorted({int(n) for n in lengths})
+    }
+
+
+def prepare_extension_data(work_dir, vocab_file, length, num_shards=4):
+    """Training shards at `length`, packed from the study's training text.
+
+    An extension's second phase trains on them; like the beyond-table
+    shards they stay out of the study's fingerprint.
+
+    Returns:
+        The shard paths.
+    """
+    return _reused_or_built(work_dir, "train", vocab_file, length, num_shards)
+
+
+def _reused_or_built(work_dir, split, vocab_file, length, num_shards=1):
+    """`<work_dir>/<split>_<length>`'s shards, built from `<split>.txt`
+    unless already there (shards are published whole or not at all)."""
+    directory = os.path.join(work_dir, f"{split}_{length}")
+    built = os.path.isdir(directory) and _shard_files(directory)
+    text = os.path.join(work_dir, f"{split}.txt")
+    return built or _build_shards(
+        text, vocab_file, directory, length, num_shards
+    )
 
 
 def _from_marker(saved):

@@ -18,20 +18,23 @@ from tupe_tf.analysis.study_config import CORE_VARIANTS
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One unit of the study: a pre-training or a fine-tuning run."""
+    """One unit of the study: a pre-training, fine-tuning or extension run."""
 
-    kind: str  # "pretrain" or "finetune"
+    kind: str  # "pretrain", "finetune" or "extend"
     variant: str
     seed: int
     task: Optional[str] = None
     learning_rate: Optional[float] = None
     pretrain_seed: Optional[int] = None
     epochs: Optional[int] = None
+    steps: Optional[int] = None  # an extension's second-phase steps
 
     @property
     def key(self):
         if self.kind == "pretrain":
             return f"pretrain/{self.variant}__seed{self.seed}"
+        if self.kind == "extend":
+            return f"extend/{self.variant}__seed{self.seed}__steps{self.steps}"
         return (
             f"finetune/{self.variant}__pseed{self.pretrain_seed}__"
             f"{self.task}__lr{self.learning_rate:g}__ep{self.epochs}__"
@@ -54,7 +57,8 @@ def plan_runs(config):
     seed-`seeds[0]` pre-training followed at once by its fine-tuning; then
     the core variants' other seeds (each followed by its fine-tuning when
     it is one of `glue_pretrain_seeds`); then the remaining variants the
-    same way.
+    same way; last, with `extension_steps`, every variant's seed-`seeds[0]`
+    model extended to the tables' length (`study_extension`).
     """
     variants = list(config.variants)
     first = config.seeds[0]
@@ -96,6 +100,17 @@ def plan_runs(config):
                 if seed != first:
                     runs.append(Run("pretrain", variant, seed))
                     runs.extend(finetunings(variant, seed))
+    if config.extension_steps:
+        runs.extend(
+            Run(
+                "extend",
+                v,
+                first,
+                pretrain_seed=first,
+                steps=config.extension_steps,
+            )
+            for v in variants
+        )
     seen, ordered = set(), []
     for run in runs:
         if run.key not in seen:

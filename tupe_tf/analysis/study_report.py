@@ -13,6 +13,7 @@ Example:
 import os
 
 from tupe_tf.analysis import study_beyond_table
+from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
@@ -32,7 +33,8 @@ def report(config):
     `pending` (run keys of the plan).
     """
     pretrain, finetune = study_records.load_results(config)
-    recorded = pretrain + finetune
+    extensions = study_extension.load(config)
+    recorded = pretrain + finetune + extensions
     # Variants on record stay in the tables and figures when a run names
     # fewer (`--variants=rope` to add seeds must not drop the others).
     on_record = {run["variant"] for run in recorded}
@@ -47,6 +49,9 @@ def report(config):
     total = sum(r["wall_seconds"] for r in recorded)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in recorded)
     tables = render_tables(config, pretrain, finetune, order)
+    extension = study_extension.render_table(config, extensions, order)
+    if extension:
+        tables += "\n" + extension + "\n"
     # Runs beyond the plan (a variant extended with more seeds) are in the
     # tables and in the total, so both counts are given.
     tables += (

@@ -17,6 +17,7 @@ import shutil
 import time
 
 from tupe_tf.analysis import study_beyond_table
+from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_report
@@ -212,7 +213,11 @@ def _cpu_seconds():
 def _execute(config, run, data, beyond_table_data):
     """Runs one run, writes its JSON file and the report; returns the dict."""
     cpu = _cpu_seconds()
-    if run.kind == "pretrain":
+    if run.kind == study_extension.KIND:
+        result = study_extension.run_extension(
+            config, run, data, study_extension.extension_files(config, data)
+        )
+    elif run.kind == "pretrain":
         result = run_pretrain(config, run, data, beyond_table_data)
         if run.seed == config.seeds[0]:
             try:
@@ -272,9 +277,9 @@ def _complete(config, runs, beyond_table_data):
 def run_comparison(config: CompareConfig, max_runs=None):
     """Runs the missing runs of the study in `plan_runs` order, then reports.
 
-    A fine-tuning run whose pre-trained model is not on this machine (the
-    study continues in a new checkout) first pre-trains that model again
-    with the same seed, replacing its JSON file. A finished pre-training
+    A fine-tuning or extension run whose pre-trained model is not on this
+    machine (the study continues in a new checkout) first pre-trains that
+    model again with the same seed, replacing its JSON file. A finished pre-training
     run that lacks a beyond-table evaluation (`study_beyond_table`) gets
     it from its model, or is pre-trained again where the model is gone.
 
@@ -316,7 +321,7 @@ def run_comparison(config: CompareConfig, max_runs=None):
     for index, run in enumerate(todo[:max_runs]):
         print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
         if (
-            run.kind == "finetune"
+            run.kind != "pretrain"
             and run.variant != CONTROL
             and not study_plan.has_preset(
                 config, run.variant, run.pretrain_seed
@@ -325,7 +330,7 @@ def run_comparison(config: CompareConfig, max_runs=None):
             again = Run("pretrain", run.variant, run.pretrain_seed)
             print(
                 f"[compare] {again.key} again: its model is not on this "
-                "machine and the fine-tuning needs it",
+                f"machine and {run.key} needs it",
                 flush=True,
             )
             _execute(config, again, data, beyond_table_data)

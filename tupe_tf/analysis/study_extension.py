@@ -1,0 +1,204 @@
+"""Context extension in the study: each model trained on, at a longer length.
+
+With `extension_steps`, every variant's first-seed model (trained at
+`seq_length`, its position tables `extension_length` long) is extended to
+the tables' length by a second pre-training phase, as a user would run it
+(`--init_from` its preset, `docs/training.md`): the rows of the tables that
+never had a gradient are refilled by the rule of `docs/spec.md`
+(`copy_weights`), then the model trains `extension_steps` more steps at
+the new length, with the first phase's learning rate schedule and tokens per
+step. The record holds the held-out loss at the new length as trained (the
+extrapolation table's entry), with the tables refilled (before the second
+phase) and after it, and at the training length before and after, so the
+report shows which encodings extend cheaply.
+
+Example:
+
+>>> from tupe_tf.analysis.study_config import CompareConfig
+>>> config = CompareConfig(extension_steps=500)
+>>> config.extension_length, config.extension_batch_size
+(256, 8)
+"""
+
+import os
+import shutil
+import time
+
+from tupe_tf.analysis import study_plan
+from tupe_tf.analysis import study_records
+from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.utils.markdown import markdown_table
+
+KIND = "extend"
+
+
+def extension_files(config, data):
+    """The training shards at `config.extension_length`."""
+    from tupe_tf.analysis import study_data
+
+    if config.extension_train_files:
+        return list(config.extension_train_files)
+    return study_data.prepare_extension_data(
+        config.pretrain.work_dir, data.vocab_file, config.extension_length
+    )
+
+
+def model_dir(config, run):
+    """Where the second phase of `run` trains."""
+    return os.path.join(
+        config.study_output_dir, "extended", os.path.basename(run.key)
+    )
+
+
+def _refilled(config, trained):
+    """`trained` with its never-trained table rows refilled by the rule."""
+    from tupe_tf.models.context_extension import copy_weights
+
+    target = type(trained).from_config(trained.get_config())
+    copy_weights(trained, target, config.pretrain.seq_length)
+    return target
+
+
+def _second_phase(config, run, preset, train_files, eval_files):
+    """Trains the extension; returns `run_pretraining`'s results dict."""
+    from tupe_tf import training
+
+    # An interrupted run starts over: its curve must be one run's history.
+    shutil.rmtree(model_dir(config, run), ignore_errors=True)
+    steps = config.extension_steps
+    interval = min(config.eval_interval, steps)
+    return training.run_pretraining(
+        config.pretrain.replace(
+            model_dir=model_dir(config, run),
+            init_from=preset,
+            train_files=train_files,
+            eval_files=eval_files,
+            seq_length=config.extension_length,
+            global_batch_size=config.extension_batch_size,
+            num_train_steps=steps,
+            save_every=interval,
+            eval_every=interval,
+            seed=run.seed,
+            model=dict(
+                max_sequence_length=config.extension_length,
+                **VARIANTS[run.variant],
+            ),
+        )
+    ).results
+
+
+def run_extension(config, run, data, files):
+    """Extends one variant's model; returns its record.
+
+    Args:
+        config: the `CompareConfig`.
+        run: the `extend` `Run`.
+        data: the study's `StudyData` (vocabulary, held-out shards).
+        files: `extension_files(config, data)`.
+    """
+    from tupe_tf.analysis import study_data
+
+    start = time.time()
+    short, long = config.pretrain.seq_length, config.extension_length
+
+    def loss(model, length):
+        return study_data.evaluate_mlm(
+            model, data.eval_files[length], data.vocab_file, length
+        )["loss"]
+
+    preset = study_plan.preset_dir(config, run.variant, run.pretrain_seed)
+    trained = study_data.load_masked_lm(preset)
+    before = {short: loss(trained, short), long: loss(trained, long)}
+    refilled = loss(_refilled(config, trained), long)
+    results = _second_phase(config, run, preset, files, data.eval_files[long])
+    extended = study_data.load_masked_lm(
+        os.path.join(model_dir(config, run), "preset")
+    )
+    losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
+    interval = min(config.eval_interval, config.extension_steps)
+    return {
+        "kind": KIND,
+        "variant": run.variant,
+        "options": VARIANTS[run.variant],
+        "seed": run.seed,
+        "trained_length": short,
+        "length": long,
+        "num_train_steps": config.extension_steps,
+        "global_batch_size": config.extension_batch_size,
+        "grown_tables": results["init_from"]["grown_tables"],
+        "heldout_loss": {
+            "trained": {str(short): before[short], str(long): before[long]},
+            "refilled": {str(long): refilled},
+            "extended": {
+                str(short): loss(extended, short),
+                str(long): loss(extended, long),
+            },
+        },
+        "curve": {
+            "steps": [interval * (i + 1) for i in range(len(losses))],
+            "val_loss": losses,
+        },
+        "data_fingerprint": data.fingerprint,
+        "extension_data_fingerprint": study_data.data_fingerprint(
+            data.vocab_file, files, {}
+        ),
+        "wall_seconds": time.time() - start,
+    }
+
+
+def load(config):
+    """The study's extension records, by file name."""
+    directory = os.path.join(config.study_results_dir, KIND)
+    if not os.path.isdir(directory):
+        return []
+    return [
+        study_records.read_json(os.path.join(directory, name))
+        for name in sorted(os.listdir(directory))
+        if name.endswith(".json")
+    ]
+
+
+def render_table(config, records, order):
+    """The extension section of `tables.md` ('' without records)."""
+    if not records:
+        return ""
+    rank = {variant: i for i, variant in enumerate(order)}
+    records = sorted(
+        records,
+        key=lambda r: (rank.get(r["variant"], len(rank)), r["num_train_steps"]),
+    )
+    short = str(config.pretrain.seq_length)
+    long = str(config.extension_length)
+    header = [
+        "variant",
+        "steps",
+        f"{short} as trained",
+        f"{long} as trained",
+        f"{long} tables refilled",
+        f"{long} extended",
+        f"{short} extended",
+    ]
+    rows = []
+    for record in records:
+        losses = record["heldout_loss"]
+        rows.append(
+            [record["variant"], str(record["num_train_steps"])]
+            + [
+                f"{value:.3f}"
+                for value in (
+                    losses["trained"][short],
+                    losses["trained"][long],
+                    losses["refilled"][long],
+                    losses["extended"][long],
+                    losses["extended"][short],
+                )
+            ]
+        )
+    return (
+        f"Context extension {short} -> {long}: held-out MLM loss of each "
+        f"variant's seed-{config.seeds[0]} model as trained at {short}, "
+        f"with its tables' never-trained rows refilled (docs/spec.md), and "
+        f"after `steps` more steps at {long} (batch "
+        f"{config.extension_batch_size}, the same tokens per step):\n\n"
+        + markdown_table(header, rows)
+    )
