@@ -255,31 +255,26 @@ def _chosen_word_positions(
     # Words are numbered in each row from 0; tokens before the first word
     # (never candidates) count as word 0 and are masked out below.
     word = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, 0)
-    shape = tf.shape(token_ids)
-    segments = word + shape[1] * tf.range(shape[0])[:, tf.newaxis]
+    width = tf.shape(token_ids)[1]
 
-    def per_word(values, reduce):
-        return tf.reshape(reduce(values, segments, tf.size(word)), shape)
+    def per_word(words, values):
+        # A sum per word id (dense bincount: cheaper than a scatter on CPU).
+        return tf.math.bincount(
+            words, weights=values, minlength=width, maxlength=width, axis=-1
+        )
 
-    length = per_word(
-        tf.cast(candidate, tf.int32), tf.math.unsorted_segment_sum
-    )
-    scores = tf.random.stateless_uniform(shape, seed)
-    word_scores = per_word(
-        tf.where(starts, scores, -1.0), tf.math.unsorted_segment_max
-    )
+    length = tf.cast(per_word(word, tf.cast(candidate, tf.float32)), tf.int32)
+    scores = tf.random.stateless_uniform(tf.shape(token_ids), seed)
+    # A word has one start, so the sum is its first token's score.
+    word_scores = per_word(word, tf.where(starts, scores, 0.0))
     word_scores = tf.where(length > 0, word_scores, -1.0)
-    order = tf.argsort(word_scores, axis=1, direction="DESCENDING", stable=True)
-    taken = _greedy_fit(tf, tf.gather(length, order, batch_dims=1), count)
-    rows = tf.broadcast_to(tf.range(shape[0])[:, tf.newaxis], shape)
-    word_taken = tf.scatter_nd(
-        tf.stack([rows, order], axis=-1), tf.cast(taken, tf.int32), shape
-    )
+    order, taken = _words_taken(tf, word_scores, length, count, max_predictions)
+    word_taken = per_word(order, tf.cast(taken, tf.float32))
     token_taken = tf.logical_and(
         candidate, tf.gather(word_taken, word, batch_dims=1) > 0
     )
     # The taken positions ascending (at most `count <= P` of them).
-    big = shape[1]
+    big = width
     negative, _ = tf.math.top_k(
         -tf.where(token_taken, tf.range(big)[tf.newaxis, :], big),
         k=max_predictions,
@@ -287,6 +282,52 @@ def _chosen_word_positions(
     )
     chosen = -negative < big
     return tf.where(chosen, -negative, 0), chosen
+
+
+def _words_taken(tf, word_scores, length, budget, max_predictions):
+    """`(order [B, W], taken [B, W])`: the words in descending score order
+    (ties: lower index first) and which of them `_greedy_fit` takes.
+
+    A row takes at most `budget <= max_predictions` tokens, so in practice
+    its taken words are among its first `2 * max_predictions` in order
+    (most words are one token). The fit runs on those first; only when a
+    row still has budget left and a later word that would fit does it run
+    again on every word, so the result is always the full fit's.
+    """
+    width = tf.shape(word_scores)[1]
+    head = tf.minimum(width, 2 * max_predictions)
+    _, order = tf.math.top_k(word_scores, k=head, sorted=True)
+    ordered = tf.gather(length, order, batch_dims=1)
+    taken = _greedy_fit(tf, ordered, budget)
+    left = budget - tf.reduce_sum(tf.where(taken, ordered, 0), axis=1)
+    # The words past the first `head`: those scored below the last listed
+    # one (a tie with it, rare, counts as past: the full fit then runs).
+    last = tf.gather(word_scores, order[:, -1:], batch_dims=1)
+    later = tf.logical_or(
+        word_scores < last,
+        tf.logical_and(
+            word_scores == last,
+            tf.reduce_sum(tf.cast(word_scores >= last, tf.int32), axis=1)[
+                :, tf.newaxis
+            ]
+            > head,
+        ),
+    )
+    later_fits = tf.logical_and(
+        tf.logical_and(later, length > 0), length <= left[:, tf.newaxis]
+    )
+
+    def every_word():
+        full = tf.argsort(
+            word_scores, axis=1, direction="DESCENDING", stable=True
+        )
+        return full, _greedy_fit(
+            tf, tf.gather(length, full, batch_dims=1), budget
+        )
+
+    return tf.cond(
+        tf.reduce_any(later_fits), every_word, lambda: (order, taken)
+    )
 
 
 def _word_starts(tf, token_ids, candidate, continuation_table):

@@ -142,7 +142,11 @@ def _check_split(new_values, labels, vocabulary):
     assert 0.05 < frac_random < 0.15, frac_random
 
 
-def test_words_are_chosen_as_bert_chooses_them():
+# Pieces from id 40: many words skipped. With a budget of 3 and words of
+# one token rare, a row's budget often needs words past the first
+# 2 * max_predictions in order, the ones the fit looks at first.
+@pytest.mark.parametrize("first_piece, max_predictions", [(40, 10), (10, 3)])
+def test_words_are_chosen_as_bert_chooses_them(first_piece, max_predictions):
     """Against `create_pretraining_data.py`'s loop: words in a random order
     (here: of their first token's score), a word that would exceed the
     budget skipped, until the budget is reached."""
@@ -151,7 +155,7 @@ def test_words_are_chosen_as_bert_chooses_them():
     vocab_size, special = 60, [0, 1, 2, 3, 4]
     is_special = masking.special_token_table(vocab_size, special)
     piece = np.zeros(vocab_size, bool)
-    piece[40:] = True  # Long runs of pieces: many words skipped.
+    piece[first_piece:] = True
     rng = np.random.default_rng(0)
     ids = np.zeros([64, 48], np.int32)
     for row in ids:
@@ -164,7 +168,7 @@ def test_words_are_chosen_as_bert_chooses_them():
         ids > 0,
         seed,
         mask_rate=0.3,
-        max_predictions=10,
+        max_predictions=max_predictions,
         mask_id=4,
         is_special_table=is_special,
         replacement_id_array=masking.replacement_ids(vocab_size, special),
@@ -172,22 +176,26 @@ def test_words_are_chosen_as_bert_chooses_them():
     )
     order_seed = tf.random.experimental.stateless_split(seed, num=3)[0]
     scores = tf.random.stateless_uniform(ids.shape, order_seed).numpy()
-    skipped = 0
+    skipped = past_head = 0
     for row in range(len(ids)):
         candidate = (ids[row] > 0) & ~is_special[ids[row]]
         words = _words(ids[row], candidate, piece)
-        budget = masking.num_to_mask(int(candidate.sum()), 0.3, 10)
+        budget = masking.num_to_mask(int(candidate.sum()), 0.3, max_predictions)
         expected = []
-        for word in sorted(words, key=lambda w: -scores[row, w[0]]):
+        ordered = sorted(words, key=lambda w: -scores[row, w[0]])
+        for index, word in enumerate(ordered):
             if len(expected) >= budget:
                 break
             if len(expected) + len(word) <= budget:
                 expected += word
+                past_head += index >= 2 * max_predictions
             else:
                 skipped += 1
         k = int(weights[row].numpy().sum())
         assert positions[row, :k].numpy().tolist() == sorted(expected)
     assert skipped > 20  # The skip rule is exercised.
+    if max_predictions == 3:
+        assert past_head > 0  # So is the fit over every word.
 
 
 def test_reader_masks_whole_words_within_the_budget(
