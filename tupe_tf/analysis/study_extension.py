@@ -59,7 +59,7 @@ def _refilled(config, trained):
     return target
 
 
-def _second_phase(config, run, preset, train_files, eval_files):
+def _second_phase(config, run, preset, data, train_files):
     """Trains the extension; returns `run_pretraining`'s results dict."""
     from tupe_tf import training
 
@@ -72,7 +72,8 @@ def _second_phase(config, run, preset, train_files, eval_files):
             model_dir=model_dir(config, run),
             init_from=preset,
             train_files=train_files,
-            eval_files=eval_files,
+            eval_files=data.eval_files[config.extension_length],
+            vocab_file=data.vocab_file,
             seq_length=config.extension_length,
             global_batch_size=config.extension_batch_size,
             num_train_steps=steps,
@@ -110,7 +111,7 @@ def run_extension(config, run, data, files):
     trained = study_data.load_masked_lm(preset)
     before = {short: loss(trained, short), long: loss(trained, long)}
     refilled = loss(_refilled(config, trained), long)
-    results = _second_phase(config, run, preset, files, data.eval_files[long])
+    results = _second_phase(config, run, preset, data, files)
     extended = study_data.load_masked_lm(
         os.path.join(model_dir(config, run), "preset")
     )
