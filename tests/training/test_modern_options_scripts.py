@@ -1,30 +1,27 @@
-"""RoPE, ALiBi, KERPLE and FIRE through the three scripts a user runs.
+"""RoPE, ALiBi, KERPLE, FIRE and Shaw et al. from pre-training to export.
 
-`scripts/pretrain.py` pre-trains with `--position_encoding=<option>`,
-`scripts/finetune_glue.py` fine-tunes the preset, and `scripts/export.py`
-exports it in all three formats; a fresh process loads the exports and its
-encoder output matches the preset's backbone.
+`scripts/pretrain.py` pre-trains with `--position_encoding=<option>`, the
+preset is fine-tuned (`run_glue`) and exported in all three formats
+(`export_preset`, what `scripts/finetune_glue.py` and `scripts/export.py`
+run; those scripts have tests of their own in test_finetune.py and
+test_export_lib.py), and a fresh process loads the exports: its encoder
+output matches the preset's backbone.
 """
 
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests.training.conftest import FINETUNE_SCRIPT
 from tests.training.conftest import PRETRAIN_SCRIPT
-from tests.training.conftest import REPO
 from tests.training.conftest import SEQ_LENGTH
 from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import run_script
 from tests.training.conftest import subprocess_env
 
 pytestmark = pytest.mark.large
-
-EXPORT_SCRIPT = os.path.join(REPO, "scripts", "export.py")
 
 # Runs in a fresh process: loads the three exports with TensorFlow alone.
 _LOAD_EXPORTS = """
@@ -69,7 +66,7 @@ def sentiment_glue_dir(tmp_path_factory):
 @pytest.mark.parametrize(
     "option", ["rope", "alibi", "kerple-log", "fire", "shaw"]
 )
-def test_pretrain_finetune_and_export_scripts(
+def test_pretrain_script_finetune_and_export(
     option, tmp_path, data_flags, sentiment_glue_dir
 ):
     model_dir = tmp_path / "model"
@@ -95,38 +92,36 @@ def test_pretrain_finetune_and_export_scripts(
     assert config["model"]["position_encoding"] == option
     preset = str(model_dir / "preset")
 
-    glue_out = tmp_path / "glue"
-    run = run_script(
-        FINETUNE_SCRIPT,
-        [
-            "--task=sst2",
-            f"--preset={preset}",
-            f"--glue_dir={sentiment_glue_dir}",
-            f"--output_dir={glue_out}",
-            "--learning_rates=1e-3",
-            "--seeds=0",
-            "--num_epochs=1",
-            f"--seq_length={SEQ_LENGTH}",
-            "--batch_size=16",
-            "--nojit_compile",
-        ],
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "accuracy" in run.stdout
+    from tupe_tf.export import export_preset
+    from tupe_tf.training.config import GlueConfig
+    from tupe_tf.training.finetune import run_glue
 
-    exports = {}
-    for export_format in ("serving", "hub_encoder", "hub_preprocessor"):
-        exports[export_format] = str(tmp_path / export_format)
-        run = run_script(
-            EXPORT_SCRIPT,
-            [
-                f"--preset={preset}",
-                f"--export_dir={exports[export_format]}",
-                f"--format={export_format}",
-                f"--seq_length={SEQ_LENGTH}",
-            ],
+    results = run_glue(
+        GlueConfig(
+            task="sst2",
+            preset=preset,
+            glue_dir=sentiment_glue_dir,
+            output_dir=str(tmp_path / "glue"),
+            learning_rates=[1e-3],
+            seeds=[0],
+            num_epochs=1,
+            seq_length=SEQ_LENGTH,
+            batch_size=16,
+            verbose=0,
+        ).replace(runtime=dict(jit_compile=False))
+    )
+    dev = results["runs"][0]["dev"]
+    assert 0.0 <= dev[next(iter(dev))]["accuracy"] <= 1.0
+
+    exports = {
+        export_format: export_preset(
+            preset,
+            str(tmp_path / export_format),
+            export_format,
+            seq_length=SEQ_LENGTH,
         )
-        assert run.returncode == 0, run.stderr[-3000:]
+        for export_format in ("serving", "hub_encoder", "hub_preprocessor")
+    }
 
     out = str(tmp_path / "outputs.npz")
     loaded = subprocess.run(
