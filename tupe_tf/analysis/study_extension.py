@@ -178,28 +178,38 @@ def render_table(config, records, order):
         f"{long} tables refilled",
         f"{long} extended",
         f"{short} extended",
+        f"{long} - {short}, refilled",
+        f"{long} - {short}, extended",
     ]
     rows = []
     for record in records:
         losses = record["heldout_loss"]
+        refilled, extended = losses["refilled"][long], losses["extended"]
+        values = (
+            losses["trained"][short],
+            losses["trained"][long],
+            refilled,
+            extended[long],
+            extended[short],
+        )
+        gaps = (
+            refilled - losses["trained"][short],
+            extended[long] - extended[short],
+        )
         rows.append(
             [record["variant"], str(record["num_train_steps"])]
-            + [
-                f"{value:.3f}"
-                for value in (
-                    losses["trained"][short],
-                    losses["trained"][long],
-                    losses["refilled"][long],
-                    losses["extended"][long],
-                    losses["extended"][short],
-                )
-            ]
+            + [f"{value:.3f}" for value in values]
+            + [f"{gap:+.3f}" for gap in gaps]
         )
     return (
         f"Context extension {short} -> {long}: held-out MLM loss of each "
         f"variant's seed-{config.seeds[0]} model as trained at {short}, "
         f"with its tables' never-trained rows refilled (docs/spec.md), and "
         f"after `steps` more steps at {long} (batch "
-        f"{config.extension_batch_size}, the same tokens per step):\n\n"
+        f"{config.extension_batch_size}, the same tokens per step); "
+        f"`{long} - {short}`: how much worse the model does on the longer "
+        "inputs than on the trained ones, before and after the second "
+        "phase (the second phase also trains the model further, which "
+        f"the `{short} extended` column shows):\n\n"
         + markdown_table(header, rows)
     )
