@@ -21,7 +21,6 @@ Prints a Markdown table and writes it, with the raw numbers, to --output.
 """
 
 import statistics
-import sys
 import time
 
 import harness
@@ -119,10 +118,8 @@ def main(argv):
         samples,
         processes=main_job.PROCESSES,
         date=start,
-        command="python " + " ".join(sys.argv),
         table=table,
     )
-    print(f"Written to {FLAGS.output}")
 
 
 if __name__ == "__main__":

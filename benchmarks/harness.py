@@ -29,6 +29,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import time
 
 from absl import flags
@@ -247,12 +248,18 @@ def benchmark_flags():
 
 
 def write_json(path, samples, **extra):
-    """Writes the flags, `samples` (`Timing`s as [wall, cpu]) and `extra`
-    as JSON to `path` (nothing if `path` is empty)."""
+    """Writes the command line, the flags, `samples` (`Timing`s as [wall,
+    cpu]) and `extra` as JSON to `path` (nothing if `path` is empty)."""
     if not path:
         return
-    report = {"flags": benchmark_flags(), "samples": samples, **extra}
+    report = {
+        "command": "python " + " ".join(sys.argv),
+        "flags": benchmark_flags(),
+        "samples": samples,
+        **extra,
+    }
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(report, f, indent=1, default=dataclasses.astuple)
         f.write("\n")
+    print(f"Written to {path}")

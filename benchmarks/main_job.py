@@ -281,14 +281,8 @@ def main(argv):
         table_rows(samples),
     )
     harness.write_json(
-        FLAGS.output,
-        samples,
-        processes=PROCESSES,
-        date=start,
-        command="python " + " ".join(sys.argv),
-        table=table,
+        FLAGS.output, samples, processes=PROCESSES, date=start, table=table
     )
-    print(f"Written to {FLAGS.output}")
 
 
 if __name__ == "__main__":

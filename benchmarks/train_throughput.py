@@ -14,7 +14,6 @@ Prints a Markdown table and writes it, with the raw numbers, to --output.
 """
 
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -206,10 +205,8 @@ def main(argv):
         FLAGS.output,
         results,
         date=date,
-        command="python " + " ".join(sys.argv),
         table="\n\n".join(tables),
     )
-    print(f"Written to {FLAGS.output}")
 
 
 if __name__ == "__main__":
