@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import matplotlib.image
 import pytest
@@ -279,14 +280,66 @@ def test_a_missing_model_is_pretrained_again_for_its_finetuning(
     ).is_file()
 
 
+def _assert_extended_to_the_tables_length(config):
+    """The extension runs of a study of rope and bert (`extension_steps=2`):
+    last in the plan, in the variants' order."""
+    assert [r.key for r in compare.plan_runs(config)][-2:] == [
+        "extend/rope__seed0__steps2",
+        "extend/bert__seed0__steps2",
+    ]
+    results = Path(config.study_results_dir)
+    short, long = str(SEQ), str(2 * SEQ)
+    for variant in ("bert", "rope"):
+        trained = json.loads(
+            (results / "pretrain" / f"{variant}__seed0.json").read_text()
+        )
+        record = json.loads(
+            (results / "extend" / f"{variant}__seed0__steps2.json").read_text()
+        )
+        losses = record["heldout_loss"]
+        assert record["length"] == 2 * SEQ and record["trained_length"] == SEQ
+        # Tokens per step kept: half the batch at twice the length.
+        assert record["global_batch_size"] == 4
+        assert record["curve"]["steps"] == [2]
+        for length in (short, long):
+            assert losses["trained"][length] == pytest.approx(
+                trained["heldout_loss_by_length"][length], abs=1e-5
+            )
+        assert losses["extended"][long] != losses["trained"][long]
+        if variant == "rope":  # nothing bound to the length
+            assert record["grown_tables"] == {}
+            assert losses["refilled"][long] == pytest.approx(
+                losses["trained"][long], abs=1e-6
+            )
+        else:  # the input table's rows 16-31 refilled with rows 0-15
+            assert list(record["grown_tables"].values()) == [[SEQ, 2 * SEQ]]
+            assert losses["refilled"][long] != losses["trained"][long]
+    tables = (results / "tables.md").read_text()
+    assert f"Context extension {short} -> {long}" in tables
+    assert "| rope | 2 |" in tables
+    with pytest.raises(UserError, match="extension_train_files"):
+        config.replace(extension_train_files=None).validate()
+
+
 @pytest.mark.large
-def test_length_free_options_are_evaluated_past_the_tables(tmp_path, tiny_data):
+def test_length_free_options_are_evaluated_past_the_tables_and_extended(
+    tmp_path, tiny_data
+):
     import shutil
 
+    # The same study extends each model to the tables' length (one study
+    # for both: each pre-training costs the suite time).
     config = _config(
-        tmp_path, tiny_data, variants=["rope", "bert"], seeds=[0], **NO_GLUE
+        tmp_path,
+        tiny_data,
+        variants=["rope", "bert"],
+        seeds=[0],
+        extension_steps=2,
+        extension_train_files=tiny_data["eval"][2 * SEQ],
+        **NO_GLUE,
     )
     compare.run_comparison(config)
+    _assert_extended_to_the_tables_length(config)
     results = tmp_path / "results" / config.name / "pretrain"
     rope = json.loads((results / "rope__seed0.json").read_text())
     bert = json.loads((results / "bert__seed0.json").read_text())
@@ -326,58 +379,6 @@ def test_length_free_options_are_evaluated_past_the_tables(tmp_path, tiny_data):
     again = json.loads((results / "rope__seed0.json").read_text())
     assert str(4 * SEQ) in again["heldout_loss_by_length"]
     assert again["wall_seconds"] != rope["wall_seconds"]
-
-
-@pytest.mark.large
-def test_each_model_is_extended_to_the_tables_length(tmp_path, tiny_data):
-    config = _config(
-        tmp_path,
-        tiny_data,
-        variants=["bert", "rope"],
-        seeds=[0],
-        extension_steps=2,
-        extension_train_files=tiny_data["eval"][2 * SEQ],
-        **NO_GLUE,
-    )
-    assert [r.key for r in compare.plan_runs(config)][-2:] == [
-        "extend/bert__seed0__steps2",
-        "extend/rope__seed0__steps2",
-    ]
-    compare.run_comparison(config)
-    results = tmp_path / "results" / config.name
-    short, long = str(SEQ), str(2 * SEQ)
-    for variant in ("bert", "rope"):
-        trained = json.loads(
-            (results / "pretrain" / f"{variant}__seed0.json").read_text()
-        )
-        record = json.loads(
-            (results / "extend" / f"{variant}__seed0__steps2.json").read_text()
-        )
-        losses = record["heldout_loss"]
-        assert record["length"] == 2 * SEQ and record["trained_length"] == SEQ
-        # Tokens per step kept: half the batch at twice the length.
-        assert record["global_batch_size"] == 4
-        assert record["curve"]["steps"] == [2]
-        for length in (short, long):
-            assert losses["trained"][length] == pytest.approx(
-                trained["heldout_loss_by_length"][length], abs=1e-5
-            )
-        assert losses["extended"][long] != losses["trained"][long]
-        if variant == "rope":  # nothing bound to the length
-            assert record["grown_tables"] == {}
-            assert losses["refilled"][long] == pytest.approx(
-                losses["trained"][long], abs=1e-6
-            )
-        else:  # the input table's rows 16-31 refilled with rows 0-15
-            assert list(record["grown_tables"].values()) == [[SEQ, 2 * SEQ]]
-            assert losses["refilled"][long] != losses["trained"][long]
-    tables = (results / "tables.md").read_text()
-    assert f"Context extension {short} -> {long}" in tables
-    assert "| rope | 2 |" in tables
-    # Done runs are skipped by a rerun.
-    assert compare.run_comparison(config)["pending"] == []
-    with pytest.raises(UserError, match="extension_train_files"):
-        config.replace(extension_train_files=None).validate()
 
 
 @pytest.mark.large
