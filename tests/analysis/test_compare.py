@@ -109,7 +109,9 @@ NO_GLUE = dict(finetune=dict(glue_dir=None))
 
 @pytest.mark.large
 def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
-    config = _config(tmp_path, tiny_data, **XLA)
+    # One seed per variant (each XLA pre-training costs the suite time);
+    # the second seed comes with the extension below.
+    config = _config(tmp_path, tiny_data, seeds=[0], **XLA)
     # Stop part-way, as an interrupted study would: the control's
     # fine-tuning and bert's seed-0 pre-training are done.
     compare.run_comparison(config, max_runs=2)
@@ -122,14 +124,12 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
     assert out["pending"] == []
     assert sorted(os.listdir(results / "pretrain")) == [
         "bert__seed0.json",
-        "bert__seed1.json",
         "tupe-r__seed0.json",
-        "tupe-r__seed1.json",
     ]
     saved = json.loads(
-        (results / "pretrain" / "tupe-r__seed1.json").read_text()
+        (results / "pretrain" / "tupe-r__seed0.json").read_text()
     )
-    assert saved["variant"] == "tupe-r" and saved["seed"] == 1
+    assert saved["variant"] == "tupe-r" and saved["seed"] == 0
     assert saved["num_train_steps"] == 4
     assert saved["curve"]["steps"] == [2, 4]
     assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
@@ -144,7 +144,7 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
 
     tables = (results / "tables.md").read_text()
     assert "| no-pretraining | 0.001 |" in tables  # the control row
-    assert "| tupe-r | 0,1 |" in tables
+    assert "| tupe-r | 0 |" in tables
     # A rerun does nothing new; --from_results rebuilds identical tables
     # without the models.
     figures = {p: open(p, "rb").read() for p in out["figures"]}
@@ -169,18 +169,18 @@ def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
         tmp_path,
         tiny_data,
         variants=["tupe-r"],
-        seeds=[0, 1, 2],
+        seeds=[0, 1],
         pretrain=XLA["pretrain"],
         finetune=NO_GLUE["finetune"],
     )
     extended_out = compare.run_comparison(extended)
     assert extended_out["pending"] == []
     # Its own report keeps the variant it did not name.
-    assert "| bert | 0,1 |" in extended_out["tables"]
-    assert sorted(os.listdir(results / "pretrain"))[-1] == "tupe-r__seed2.json"
+    assert "| bert | 0 |" in extended_out["tables"]
+    assert sorted(os.listdir(results / "pretrain"))[-1] == "tupe-r__seed1.json"
     assert first.stat().st_mtime_ns == stamp
     tables = compare.report(config)["tables"]
-    assert "| tupe-r | 0,1,2 |" in tables
+    assert "| tupe-r | 0,1 |" in tables
     assert f"{planned} of {planned} planned, {planned + 1} on record" in tables
 
 
