@@ -274,13 +274,12 @@ def _chosen_word_positions(
         candidate, tf.gather(word_taken, word, batch_dims=1) > 0
     )
     # The taken positions ascending (at most `count <= P` of them).
-    big = width
     negative, _ = tf.math.top_k(
-        -tf.where(token_taken, tf.range(big)[tf.newaxis, :], big),
+        -tf.where(token_taken, tf.range(width)[tf.newaxis, :], width),
         k=max_predictions,
         sorted=True,
     )
-    chosen = -negative < big
+    chosen = -negative < width
     return tf.where(chosen, -negative, 0), chosen
 
 

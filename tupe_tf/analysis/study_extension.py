@@ -60,14 +60,15 @@ def _refilled(config, trained):
 
 
 def _second_phase(config, run, preset, data, train_files):
-    """Trains the extension; returns `run_pretraining`'s results dict."""
+    """Trains the extension; returns `run_pretraining`'s results dict and
+    the validation curve."""
     from tupe_tf import training
 
     # An interrupted run starts over: its curve must be one run's history.
     shutil.rmtree(model_dir(config, run), ignore_errors=True)
     steps = config.extension_steps
     interval = min(config.eval_interval, steps)
-    return training.run_pretraining(
+    results = training.run_pretraining(
         config.pretrain.replace(
             model_dir=model_dir(config, run),
             init_from=preset,
@@ -86,6 +87,7 @@ def _second_phase(config, run, preset, data, train_files):
             ),
         )
     ).results
+    return results, study_records.validation_curve(results, interval)
 
 
 def run_extension(config, run, data, files):
@@ -111,12 +113,10 @@ def run_extension(config, run, data, files):
     trained = study_data.load_masked_lm(preset)
     before = {short: loss(trained, short), long: loss(trained, long)}
     refilled = loss(_refilled(config, trained), long)
-    results = _second_phase(config, run, preset, data, files)
+    results, curve = _second_phase(config, run, preset, data, files)
     extended = study_data.load_masked_lm(
         os.path.join(model_dir(config, run), "preset")
     )
-    losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
-    interval = min(config.eval_interval, config.extension_steps)
     return {
         "kind": KIND,
         "variant": run.variant,
@@ -135,10 +135,7 @@ def run_extension(config, run, data, files):
                 str(long): loss(extended, long),
             },
         },
-        "curve": {
-            "steps": [interval * (i + 1) for i in range(len(losses))],
-            "val_loss": losses,
-        },
+        "curve": curve,
         "data_fingerprint": data.fingerprint,
         "extension_data_fingerprint": study_data.data_fingerprint(
             data.vocab_file, files, {}
@@ -149,14 +146,7 @@ def run_extension(config, run, data, files):
 
 def load(config):
     """The study's extension records, by file name."""
-    directory = os.path.join(config.study_results_dir, KIND)
-    if not os.path.isdir(directory):
-        return []
-    return [
-        study_records.read_json(os.path.join(directory, name))
-        for name in sorted(os.listdir(directory))
-        if name.endswith(".json")
-    ]
+    return study_records.load_kind(config, KIND)
 
 
 def render_table(config, records, order):

@@ -88,16 +88,35 @@ def check_study_data(config, data):
         )
 
 
+def load_kind(config, kind):
+    """The finished-run dicts of one kind (`<study_results_dir>/<kind>/`),
+    by file name."""
+    directory = os.path.join(config.study_results_dir, kind)
+    if not os.path.isdir(directory):
+        return []
+    return [
+        read_json(os.path.join(directory, name))
+        for name in sorted(os.listdir(directory))
+        if name.endswith(".json")
+    ]
+
+
+def validation_curve(results, interval):
+    """`{"steps", "val_loss"}` of a `run_pretraining` results dict that
+    evaluated every `interval` steps."""
+    losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
+    return {
+        "steps": [interval * (i + 1) for i in range(len(losses))],
+        "val_loss": losses,
+    }
+
+
 def load_results(config):
     """`(pretrain, finetune)` lists of the study's finished-run dicts."""
-    pretrain, finetune = [], []
-    for kind, bucket in (("pretrain", pretrain), ("finetune", finetune)):
-        directory = os.path.join(config.study_results_dir, kind)
-        if not os.path.isdir(directory):
-            continue
-        for name in sorted(os.listdir(directory)):
-            if name.endswith(".json"):
-                bucket.append(read_json(os.path.join(directory, name)))
+    pretrain, finetune = (
+        load_kind(config, "pretrain"),
+        load_kind(config, "finetune"),
+    )
     fingerprints = {run.get("data_fingerprint") for run in pretrain + finetune}
     if len(fingerprints) > 1:
         raise UserError(

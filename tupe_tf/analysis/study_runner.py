@@ -116,8 +116,8 @@ def run_pretrain(config, run, data, beyond_table_data):
 
     start = time.time()
     model_dir, results = _pretrain(config, run, data)
-    losses = [float(v) for v in results["history_this_run"].get("val_loss", [])]
-    steps = [config.eval_interval * (i + 1) for i in range(len(losses))]
+    curve = study_records.validation_curve(results, config.eval_interval)
+    losses = curve["val_loss"]
     model = study_data.load_masked_lm(os.path.join(model_dir, "preset"))
     extrapolation = {}
     for length in config.eval_lengths:
@@ -132,7 +132,7 @@ def run_pretrain(config, run, data, beyond_table_data):
         "num_train_steps": config.pretrain.num_train_steps,
         "seq_length": config.pretrain.seq_length,
         "learning_rate": config.pretrain.optimizer.learning_rate,
-        "curve": {"steps": steps, "val_loss": losses},
+        "curve": curve,
         "final_val_loss": losses[-1] if losses else None,
         "heldout_loss_by_length": extrapolation,
         "unigram_loss": data.unigram_loss,
