@@ -1,8 +1,8 @@
 """One run per --model_dir (`tupe_tf.training.run_lock`).
 
-A live run's lock refuses a second run, naming the holder; a stale lock
-(process gone, pid reused, another host's lock not refreshed) is taken
-over with a warning; the lock goes when the run ends, however it ends.
+A live run's lock refuses a second run, naming the holder; a lock file
+whose process is gone (the kernel released its flock) is taken over with a
+warning; the lock goes when the run ends, however it ends.
 """
 
 import json
@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import types
 
 import pytest
@@ -33,12 +32,30 @@ def write_lock(directory, **document):
     return path
 
 
+# Another process's run: flocks the lock file named by argv[1], names
+# itself in it as `run_lock` does, and sleeps.
+HOLD = """
+import fcntl, json, os, socket, sys, time
+lock = open(sys.argv[1], "a+")
+fcntl.flock(lock, fcntl.LOCK_EX)
+lock.truncate(0)
+json.dump(dict(host=socket.gethostname(), pid=os.getpid(), start_time=1.0), lock)
+lock.flush()
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
 @pytest.fixture
-def sleeper():
-    """A live process of this host that is not this one."""
+def sleeper(tmp_path):
+    """A live process of this host that holds `<tmp_path>/model/run.lock`."""
+    (tmp_path / "model").mkdir()
     process = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)"]
+        [sys.executable, "-c", HOLD, str(tmp_path / "model" / "run.lock")],
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    assert process.stdout.readline() == "held\n"
     yield process
     process.kill()
     process.wait()
@@ -69,55 +86,28 @@ def test_the_lock_is_released_when_the_run_fails(tmp_path):
 
 
 def test_a_live_process_of_this_host_keeps_its_lock(tmp_path, sleeper):
-    start = run_lock.process_start_time(sleeper.pid)
-    assert start is not None
-    write_lock(
-        tmp_path, host=socket.gethostname(), pid=sleeper.pid, start_time=start
-    )
     with pytest.raises(
         run_lock.DirectoryInUseError, match=f"pid {sleeper.pid}"
     ):
-        run_lock.acquire(str(tmp_path))
+        run_lock.acquire(str(tmp_path / "model"))
 
 
 def test_a_gone_or_reused_pid_is_taken_over(tmp_path, sleeper, caplog):
     sleeper.kill()
     sleeper.wait()
-    host = socket.gethostname()
+    directory = tmp_path / "model"
     stale_holders = [
-        dict(host=host, pid=sleeper.pid, start_time=1.0),
+        None,  # The lock file the killed process left.
         # This process's pid with another start time: the pid was reused.
-        dict(host=host, pid=os.getpid(), start_time=1.0),
+        dict(host=socket.gethostname(), pid=os.getpid(), start_time=1.0),
     ]
     for holder in stale_holders:
-        write_lock(tmp_path, **holder)
-        with run_lock.hold(tmp_path) as path:
+        if holder:
+            write_lock(directory, **holder)
+        with run_lock.hold(directory) as path:
             assert json.loads(open(path).read()) == run_lock.this_process()
-        assert os.listdir(tmp_path) == []
-    assert "its process is gone" in caplog.text
-    assert "its pid now belongs to another process" in caplog.text
-
-
-def test_another_hosts_lock_is_stale_only_once_it_stops_being_refreshed(
-    tmp_path,
-):
-    path = write_lock(tmp_path, host="elsewhere", pid=1, start_time=1.0)
-    with pytest.raises(run_lock.DirectoryInUseError, match="host elsewhere"):
-        run_lock.acquire(str(tmp_path))
-    old = time.time() - run_lock.STALE_AFTER_SECONDS - 60
-    os.utime(path, (old, old))
-    assert run_lock.acquire(str(tmp_path)) == path
-    assert json.loads(open(path).read())["host"] == socket.gethostname()
-    run_lock.release(path)
-
-
-def test_the_holder_refreshes_its_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_lock, "REFRESH_SECONDS", 0.05)
-    with run_lock.hold(tmp_path) as path:
-        old = time.time() - 3600
-        os.utime(path, (old, old))
-        time.sleep(0.5)
-        assert time.time() - os.stat(path).st_mtime < 60
+        assert os.listdir(directory) == []
+    assert caplog.text.count("its process is gone") == 2
 
 
 def test_release_leaves_another_runs_lock(tmp_path):
@@ -126,14 +116,12 @@ def test_release_leaves_another_runs_lock(tmp_path):
     assert os.path.exists(path)
 
 
-def test_an_unreadable_lock_is_named(tmp_path):
-    path = os.path.join(tmp_path, run_lock.LOCK_NAME)
-    with open(path, "w") as f:
-        f.write("{not json")
+def test_an_unreadable_lock_is_named(tmp_path, sleeper):
+    (tmp_path / "model" / run_lock.LOCK_NAME).write_text("{not json")
     with pytest.raises(
-        run_lock.DirectoryInUseError, match="not readable JSON.*delete it"
+        run_lock.DirectoryInUseError, match="not named itself yet; lock file"
     ):
-        run_lock.acquire(str(tmp_path))
+        run_lock.acquire(str(tmp_path / "model"))
 
 
 def test_object_stores_are_not_locked(caplog):
@@ -160,27 +148,12 @@ def test_each_worker_holds_a_lock_of_its_own_name(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_without_proc_the_holder_still_releases_its_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_lock, "process_start_time", lambda pid: None)
-    run_lock._start_time.cache_clear()
-    try:
-        with run_lock.hold(tmp_path):
-            time.sleep(0.05)
-        assert os.listdir(tmp_path) == []
-    finally:
-        run_lock._start_time.cache_clear()
-
-
 @pytest.mark.large
 def test_a_second_run_is_refused_then_a_stale_lock_taken_over(
     tmp_path, shards, vocab_file, data_flags, sleeper, caplog
 ):
     model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    start = run_lock.process_start_time(sleeper.pid)
-    lock = write_lock(
-        model_dir, host=socket.gethostname(), pid=sleeper.pid, start_time=start
-    )
+    lock = model_dir / run_lock.LOCK_NAME
     flags = pretrain_flags(
         data_flags,
         model_dir,
