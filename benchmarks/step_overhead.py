@@ -6,9 +6,14 @@ interleaved rounds, and each is reported as its per-step median and the
 median of its per-round ratio to `keras_hub.models.BertBackbone` (through
 `BertMaskedLM` for the train step, as in pre-training).
 
-    python benchmarks/step_overhead.py                 # BERT-small dims
+    python benchmarks/step_overhead.py \
+        --output=benchmarks/results/step_overhead_small_128_9rounds.json
     python benchmarks/step_overhead.py --num_layers=2 --hidden_dim=128 \
-        --num_heads=2 --intermediate_dim=512 --rounds=5   # quick look
+        --num_heads=2 --intermediate_dim=512 --rounds=1   # quick look
+
+`--output` also gets the command, the flags, every round's wall and CPU
+seconds per step of each case (keyed `option/train`, `option/predict`) and
+the printed table.
 """
 
 import os
@@ -36,6 +41,7 @@ flags.DEFINE_list(
     list(tupe_tf.POSITION_ENCODINGS),
     "Position encodings to measure.",
 )
+flags.DEFINE_string("output", None, "Also write the results as JSON here.")
 
 BASE = "keras-hub BERT"
 MAX_PREDICTIONS = 20
@@ -123,7 +129,7 @@ def main(_):
     for name in names:
         cases.update(model_cases(name, batch))
     samples = harness.run_rounds(cases, FLAGS.rounds)
-    harness.print_table(
+    table = harness.print_table(
         f"dims {describe_dims()}, jit_compile={FLAGS.jit_compile}, "
         f"rounds={FLAGS.rounds}x{FLAGS.steps_per_round} steps, tf "
         f"{tf.__version__}, {harness.machine()}",
@@ -138,6 +144,11 @@ def main(_):
         align=[None] + ["right"] * 4,
     )
     print("\nTarget: every option at most +3% train and +3% predict.")
+    harness.write_json(
+        FLAGS.output,
+        {f"{name}/{step}": times for (name, step), times in samples.items()},
+        table=table,
+    )
 
 
 if __name__ == "__main__":
