@@ -16,6 +16,40 @@ from data_pipeline import shard_verification
 from data_pipeline import vocab as vocab_lib
 from tupe_tf.utils.errors import UserError
 
+# The override a bad shard's message names, as a keyword argument of
+# `pretraining_dataset`; the scripts name their flag instead.
+SKIP_OVERRIDE = "skip_bad_shards=True"
+_BAD_SHARD_END = f"Rebuild it or pass {SKIP_OVERRIDE}."
+# How `tf.debugging.Assert` opens the message of a failed assertion.
+_ASSERTION = "assertion failed: ["
+
+
+class BadShardError(UserError):
+    """A shard that turned out truncated or corrupted while it was read.
+
+    `tf.data` can stop a pipeline only with a `tf.errors.OpError`, whose
+    one payload is its text: the reader's check fails as an
+    `InvalidArgumentError` holding this error's sentence, and
+    `from_op_error` gives it back as this type.
+
+    Example:
+    >>> try:  # doctest: +SKIP
+    ...     model.fit(pretraining_dataset(...))
+    ... except tf.errors.OpError as error:
+    ...     bad = BadShardError.from_op_error(error)
+    """
+
+    @classmethod
+    def from_op_error(cls, error):
+        """The `BadShardError` `error` carries, or `None` when `error`
+        (a `tf.errors.OpError`) is not the reader's bad-shard check."""
+        text = getattr(error, "message", None) or ""
+        end = text.find(_BAD_SHARD_END)
+        start = text.rfind(_ASSERTION, 0, end)
+        if end < 0 or start < 0:
+            return None
+        return cls(text[start + len(_ASSERTION) : end + len(_BAD_SHARD_END)])
+
 
 def _agreed(manifests, field):
     values = {str(m[field]) for m in manifests}
@@ -101,7 +135,10 @@ def pretraining_dataset(
         short for the shards, bad shards (naming them) unless
         `skip_bad_shards`, inconsistent shard directories, a bad argument;
         `fileio.NoMatchingFileError` (also a `FileNotFoundError`): a missing
-        vocabulary, manifest or shard.
+        vocabulary, manifest or shard. A `batch_size` below 1 is refused by
+        `tf.data`. A shard found damaged while it is read stops the
+        iteration with the `tf.errors.InvalidArgumentError` of
+        `BadShardError.from_op_error`.
 
     Example:
     >>> ds = pretraining_dataset("shards/", "vocab.txt", seq_length=128,
@@ -117,8 +154,6 @@ def pretraining_dataset(
     continuation_table = None
     if whole_word_masking:
         continuation_table = masking.continuation_table(vocabulary)
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise UserError(f"batch_size must be an int >= 1, got {batch_size!r}.")
     schema = _agreed(check.manifests, "schema")
     max_predictions_per_seq, stored_predictions = _prediction_slots(
         check, schema, max_predictions_per_seq, mask_rate, seq_length
@@ -333,7 +368,7 @@ def _with_count_check(tf, records, path, expected):
                         tf.strings.as_string(total),
                         " valid records, its manifest lists ",
                         tf.strings.as_string(expected),
-                        ". Rebuild it or pass skip_bad_shards=True.",
+                        ". " + _BAD_SHARD_END,
                     ]
                 )
             ],

@@ -9,10 +9,12 @@ import tensorflow as tf
 from data_pipeline import check_shards_vocabulary
 from data_pipeline import pretraining_dataset
 from data_pipeline import read_manifest
+from data_pipeline import reader
 from data_pipeline import verify_shards
 from data_pipeline import vocab as vocab_lib
 from tests.data_pipeline import conftest
 from tests.sizes import encoder_sizes
+from tupe_tf.utils.errors import UserError
 
 SEQ = conftest.TEST_SEQ_LENGTH
 
@@ -346,6 +348,23 @@ def test_corrupted_shard_named_at_read_time(shard_copy, vocab_file):
         shard_copy, vocab_file, SEQ, 1, is_training=False, skip_bad_shards=True
     )
     assert sum(1 for _ in ds) > 0
+
+
+def test_bad_shard_error_is_given_back_typed(shard_copy, vocab_file):
+    bad = _shard_path(shard_copy)
+    data = bytearray(open(bad, "rb").read())
+    data[len(data) // 2] ^= 0xFF  # same size: passes the size check
+    open(bad, "wb").write(bytes(data))
+    ds = pretraining_dataset(shard_copy, vocab_file, SEQ, 1, is_training=False)
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        for _ in ds:
+            pass
+    error = reader.BadShardError.from_op_error(raised.value)
+    assert isinstance(error, UserError)
+    assert str(error).startswith(f"Shard {bad} is truncated or corrupted")
+    assert str(error).endswith(f"pass {reader.SKIP_OVERRIDE}.")
+    other = tf.errors.InvalidArgumentError(None, None, "assertion failed: [x]")
+    assert reader.BadShardError.from_op_error(other) is None
 
 
 def test_missing_shard(shard_copy, vocab_file):

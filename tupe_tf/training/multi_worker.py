@@ -54,15 +54,6 @@ def is_lost_worker(error):
     )
 
 
-def lost_worker_reason(error):
-    """The first line of TensorFlow's message, without its preamble."""
-    for line in str(getattr(error, "message", error)).splitlines():
-        line = line.strip()
-        if line and not line.startswith("Graph execution error"):
-            return line
-    return type(error).__name__
-
-
 class DistributedTrainingLoop:
     """Trains a compiled Keras model with `strategy.run(model.train_step)`.
 

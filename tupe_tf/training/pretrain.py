@@ -37,6 +37,7 @@ from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.training.multi_worker import DistributedTrainingLoop
 from tupe_tf.utils import disk_full
+from tupe_tf.utils import errors
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
@@ -145,6 +146,13 @@ class PretrainingRun:
     def multi_worker(self):
         return self.config.runtime.strategy == "multi_worker_mirrored"
 
+    @property
+    def per_replica_batch(self):
+        """Each replica's share of `--global_batch_size`, which
+        `validate_settings` checked divides evenly."""
+        replicas = self.strategy.num_replicas_in_sync
+        return self.config.global_batch_size // replicas
+
 
 def start_run(config):
     """Step "strategy": the strategy, once the flags alone are checked.
@@ -184,8 +192,7 @@ def prepare_run(config, strategy=None):
     """
     if strategy is None:
         strategy = start_run(config)
-    config = pretrain_data.resolve_default_data(config)
-    pretrain_data.check_data(config)
+    config = pretrain_data.prepare_data(config)
     config = pretrain_model.resolve_learning_rate(config)
     expand = pretrain_data.expand_patterns
     vocabulary_size = pretrain_data.vocabulary_size(config.vocab_file)
@@ -440,7 +447,7 @@ def run_pretraining(config: PretrainConfig):
         ):
             raise multi_worker.WorkerLostError(
                 "A worker of this multi-worker run is gone or stopped "
-                f"answering ({multi_worker.lost_worker_reason(error)}); "
+                f"answering ({errors.first_line(error)}); "
                 f"stopped. {pretrain_model.resume_note(config)} Rerun every "
                 "worker with the same command."
             ) from error

@@ -7,11 +7,14 @@ turns out damaged while it is read.
 """
 
 import dataclasses
-import re
 
 import tensorflow as tf
 
-from tupe_tf.training import distribution
+from data_pipeline import default_data
+from data_pipeline import masking
+from data_pipeline import reader
+from data_pipeline import shard_verification
+from data_pipeline import vocab
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -24,19 +27,41 @@ def expand_patterns(patterns, flag):
     )
 
 
-def check_data(config):
-    """Refuses a vocabulary or shards a `PretrainConfig` cannot train on.
+def prepare_data(config):
+    """Steps "data" and "validate" for the data: `config` with its data
+    resolved (`resolve_default_data`), the vocabulary and the shards
+    checked once each.
 
-    Checks `--vocab_file`, then `--train_files` and `--eval_files` against
-    their manifests, the vocabulary and `--seq_length`
+    Raises:
+        UserError: naming the flag and the file.
+    """
+    if config.train_files:
+        check_data(config)
+        return config
+    config = resolve_default_data(config)
+    check_shards(config)
+    return config
+
+
+def check_data(config):
+    """Refuses a vocabulary or shards a `PretrainConfig` cannot train on:
+    `check_vocabulary_file`, then `check_shards`.
+
+    Raises:
+        UserError: naming the flag and the file.
+    """
+    check_vocabulary_file(config.vocab_file, config.whole_word_masking)
+    check_shards(config)
+
+
+def check_shards(config):
+    """Refuses `--train_files` and `--eval_files` that do not match their
+    manifests, the vocabulary and `--seq_length`
     (`data_pipeline.shard_verification.check_training_shards`).
 
     Raises:
         UserError: naming the flag and the file.
     """
-    from data_pipeline import shard_verification
-
-    check_vocabulary_file(config.vocab_file, config.whole_word_masking)
     train_files = expand_patterns(config.train_files, "--train_files")
     eval_files = expand_patterns(config.eval_files, "--eval_files")
     if not train_files:
@@ -57,13 +82,10 @@ def check_data(config):
 def check_vocabulary_file(vocab_file, whole_word_masking=False):
     """Refuses a `--vocab_file` that is missing or not a vocabulary, or,
     with `--whole_word_masking`, has no `##` pieces."""
-    import data_pipeline
-    from data_pipeline import masking
-
     if not vocab_file or not tf.io.gfile.exists(vocab_file):
         raise UserError(f"--vocab_file={vocab_file!r} does not exist.")
     try:
-        vocabulary = data_pipeline.load_vocabulary(vocab_file)
+        vocabulary = vocab.load_vocabulary(vocab_file)
     except (ValueError, OSError) as error:
         reason = str(error).rstrip(". ") + "."
         raise UserError(
@@ -84,15 +106,14 @@ def vocabulary_size(vocab_file):
 def resolve_default_data(config):
     """Step "data": without `train_files`, the embedded-corpus default data.
 
-    Returns `config` itself when it names its shards, else a copy whose
+    Returns `config` itself when it names its shards, else (a given
+    `--vocab_file` checked first) a copy whose
     `train_files`, `eval_files` and `vocab_file` are the default data built
     (or reused) under `config.work_dir`: with the shards tokenized by
     `--vocab_file` when it is given, else with a vocabulary learned there.
     """
     if config.train_files:
         return config
-    from data_pipeline import default_data
-
     if config.vocab_file:
         check_vocabulary_file(config.vocab_file, config.whole_word_masking)
     data = default_data.prepare_default_data(
@@ -116,9 +137,7 @@ def make_dataset(
     Evaluation data is one deterministic pass, repeated and cut to
     `config.eval_steps` batches so every worker runs the same number of steps.
     """
-    import data_pipeline
-
-    dataset = data_pipeline.pretraining_dataset(
+    dataset = reader.pretraining_dataset(
         files,
         config.vocab_file,
         config.seq_length,
@@ -153,9 +172,6 @@ def make_input_fns(run):
         run: a `tupe_tf.training.pretrain.PretrainingRun`.
     """
     config, strategy = run.config, run.strategy
-    per_replica = distribution.per_replica_batch_size(
-        config.global_batch_size, strategy
-    )
 
     def data(files, is_training, skip=0):
         if not run.multi_worker:
@@ -166,7 +182,7 @@ def make_input_fns(run):
             lambda ctx: make_dataset(
                 config,
                 files,
-                per_replica,
+                run.per_replica_batch,
                 is_training,
                 skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
                 input_context=ctx,
@@ -182,34 +198,28 @@ def make_input_fns(run):
     return train_data, eval_data
 
 
-# The reader names a shard that turns out truncated or corrupted while read
-# in a `tf.debugging.Assert` message that ends with its override.
-_BAD_SHARD_ASSERTION = re.compile(
-    r"assertion failed: \[(.*?skip_bad_shards.*?)\]", re.DOTALL
-)
-
-
 def refuse_bad_shard(error, config):
-    """Turns the reader's bad-shard assertion into an `UserError`.
+    """Raises the reader's `BadShardError` that `error` carries, naming
+    `--skip_bad_shards` and the checkpoint training resumes from.
 
     Args:
         error: a `tf.errors.OpError` raised while training or evaluating.
         config: the run's `PretrainConfig`.
 
     Raises:
-        UserError: naming the shard, `--skip_bad_shards` and the
-            checkpoint training resumes from, if `error` is the reader's;
+        reader.BadShardError: if `error` is the reader's bad-shard check;
             otherwise nothing is raised.
     """
-    match = _BAD_SHARD_ASSERTION.search(error.message or "")
-    if match is None:
+    bad = reader.BadShardError.from_op_error(error)
+    if bad is None:
         return
-    message = match.group(1).strip()
-    message = message.replace("skip_bad_shards=True", "--skip_bad_shards")
+    message = str(bad).replace(reader.SKIP_OVERRIDE, "--skip_bad_shards")
     latest = tf.train.latest_checkpoint(config.checkpoint_dir)
     kept = (
         f"the last checkpoint, {latest}, is kept and a rerun resumes from it"
         if latest
         else "no checkpoint had been written yet"
     )
-    raise UserError(f"{message} Training stopped; {kept}.") from error
+    raise reader.BadShardError(
+        f"{message} Training stopped; {kept}."
+    ) from error

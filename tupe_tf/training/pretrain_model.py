@@ -19,6 +19,7 @@ from tupe_tf.training import init_from
 from tupe_tf.training.callbacks import global_step
 from tupe_tf.training.gradient_accumulation import GradientAccumulation
 from tupe_tf.training.optimization import optimizer_from_config
+from tupe_tf.utils import errors
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -163,10 +164,9 @@ def restore_latest_checkpoint(checkpoint, config):
             what = f"checkpoint {latest}"
             checkpoint.restore(latest).assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError) as error:
-        reason = str(getattr(error, "message", error)).strip().splitlines()
         raise UserError(
             f"--model_dir={config.model_dir!r}: {what} cannot be restored "
-            f"({reason[0] if reason else type(error).__name__}). It is "
+            f"({errors.first_line(error)}). It is "
             "damaged, or was written by a model with other flags. Nothing "
             "was changed: rerun with the flags of the first run, restore "
             "the checkpoint files, or pass a new --model_dir to start over."

@@ -38,3 +38,15 @@ class RunStopped(Exception):
     `ERROR:` line and exit with the subclass's `exit_code`."""
 
     exit_code = 1
+
+
+def first_line(error):
+    """The first line of `error`'s message that says what failed (a
+    `tf.errors.OpError`'s `message`, without TensorFlow's "Graph execution
+    error" preamble), or the error's type when it has none: how a refusal
+    quotes an exception of a library."""
+    for line in str(getattr(error, "message", error)).splitlines():
+        line = line.strip()
+        if line and not line.startswith("Graph execution error"):
+            return line
+    return type(error).__name__
