@@ -88,7 +88,7 @@ def test_pretrain_script_finetune_and_export(
     results = json.loads((model_dir / "results.json").read_text())
     assert results["global_step"] == 4
     assert np.isfinite(results["eval"]["loss"])
-    config = json.loads((model_dir / "config.json").read_text())
+    config = json.loads((model_dir / "checkpoints" / "run.json").read_text())
     assert config["model"]["position_encoding"] == option
     preset = str(model_dir / "preset")
 

@@ -1,9 +1,10 @@
 """A resume continues the same run (`tupe_tf.training.run_record`).
 
 The settings that decide what data a step sees are recorded with the
-checkpoints; a resume that changes one is refused naming the flag and the
-recorded value; `--num_train_steps` may grow; checkpoints without a record
-resume as before.
+checkpoints with the run's config; a resume that changes one, or the
+optimizer, is refused naming the flag and the recorded value; the length
+and the learning-rate schedule may change; checkpoints without a record
+resume as before; a resume past `--num_train_steps` has nothing to train.
 """
 
 import json
@@ -21,6 +22,7 @@ from tests.training.conftest import pretrain_flags
 from tests.training.conftest import pretrain_in_process
 from tests.training.conftest import run_script
 from tupe_tf.training import run_record
+from tupe_tf.training.pretrain import run_pretraining
 
 
 def fake_run(model_dir, shards, vocab_file, train=None, **overrides):
@@ -106,6 +108,37 @@ def test_a_resume_with_other_data_settings_is_refused(
         assert fragment in message, message
 
 
+def test_a_resume_may_change_the_schedule_not_the_optimizer(
+    tmp_path, shards, vocab_file
+):
+    run_record.check_or_record(
+        fake_run(tmp_path, shards, vocab_file), resumed=False
+    )
+    lamb = fake_run(tmp_path, shards, vocab_file, algorithm="lamb")
+    with pytest.raises(run_record.ChangedRunError) as refusal:
+        run_record.check_or_record(lamb, resumed=True)
+    message = str(refusal.value)
+    assert (
+        "holds checkpoints of a run with another optimizer: --optimizer=lamb "
+        "(the checkpoints were made with adamw)" in message
+    ), message
+    assert "To resume, rerun with --optimizer=adamw;" in message
+    longer = fake_run(
+        tmp_path,
+        shards,
+        vocab_file,
+        num_train_steps=100,
+        learning_rate=5e-4,
+        warmup_steps=10,
+        save_every=5,
+    )
+    run_record.check_or_record(longer, resumed=True)
+    with open(run_record.record_path(longer.config)) as f:
+        record = json.load(f)
+    assert record["num_train_steps"] == 100
+    assert record["optimizer"]["learning_rate"] == 5e-4
+
+
 def test_the_start_is_recorded_and_a_resume_may_not_contradict_it(
     tmp_path, shards, vocab_file
 ):
@@ -178,3 +211,28 @@ def test_a_resume_with_another_batch_size_is_one_error_line(
     )
     assert sorted(os.listdir(checkpoints)) == before
     assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-2")
+
+
+@pytest.mark.large
+def test_a_resume_past_num_train_steps_ends_at_once(
+    tmp_path, shards, vocab_file, capsys
+):
+    model_dir = tmp_path / "model"
+    pretrain_in_process(model_dir, shards, vocab_file, 2)
+    (model_dir / "results.json").unlink()
+    shutil.rmtree(model_dir / "preset")
+    config = pretrain_config(
+        model_dir, shards, vocab_file, num_train_steps=1, save_every=1
+    )
+    results = run_pretraining(config).results
+    assert "Nothing to train: the checkpoint is at step 2, " in (
+        capsys.readouterr().out
+    )
+    assert results["global_step"] == results["resumed_from_step"] == 2
+    assert results["history_this_run"] == {}
+    assert results["checkpoint"].endswith("ckpt-2")
+    assert (model_dir / "results.json").exists()
+    assert (model_dir / "preset" / "model.weights.h5").exists()
+    assert tf.train.latest_checkpoint(str(model_dir / "checkpoints")).endswith(
+        "ckpt-2"
+    )

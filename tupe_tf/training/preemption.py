@@ -1,15 +1,14 @@
 """Preemption: SIGTERM saves the step the run is at, then the run exits.
 
-A spot or preemptible VM gets SIGTERM some seconds before it goes (and a
-GCE VM announces a host maintenance that will terminate it in its
-metadata, which TensorFlow's `PreemptionCheckpointHandler` also watches).
-While the training steps run, `StopRequests` turns either into a request
-to stop instead of ending the process: the step under way finishes, every
-worker agrees on the step (`DistributedTrainingLoop` all-reduces the
-request with the step's logs; `fit` runs in one process), the checkpoint
-of that step is saved and the run ends with `PreemptedError` (exit code
-75 in the scripts). A rerun of the same command resumes from that
-checkpoint and loses no step.
+A spot or preemptible VM gets SIGTERM some seconds before it goes (a GCE
+VM also announces a host maintenance that will terminate it in its
+metadata). While the training steps run, `StopRequests` turns either into
+a request to stop instead of ending the process: the step under way
+finishes, every worker agrees on the step (`DistributedTrainingLoop`
+all-reduces the request with the step's logs; `fit` runs in one process),
+the checkpoint of that step is saved and the run ends with
+`PreemptedError` (exit code 75 in the scripts). A rerun of the same
+command resumes from that checkpoint and loses no step.
 
 The first SIGTERM also gives SIGTERM its default action back, so that a
 second one ends the process at once, whatever it is doing (even inside
@@ -17,6 +16,15 @@ the save, a TensorFlow op that Python signal handlers wait for): the save
 writes `ckpt-<N>_temp` and names it in the `checkpoint` index only when
 complete, so the previous checkpoint stays the latest, and the next run
 removes the temporary (`pretrain_model.remove_temporary_checkpoints`).
+
+`tf.distribute.experimental.PreemptionCheckpointHandler` (TF 2.21) cannot
+serve the multi-worker loop: on a GCE CPU VM it does nothing; its SIGTERM
+handler stays, so a second SIGTERM cannot end a hung save; it agrees on a
+count of its own calls and saves one step after the notice, never when the
+notice comes in the last step; and at construction it restores from the
+`CheckpointManager`'s directory, which on a worker other than the chief is
+that worker's scratch copy, not the chief's checkpoints the run resumed
+from.
 
 Example:
 >>> requests = StopRequests()
@@ -27,6 +35,7 @@ Example:
 import os
 import signal
 import threading
+import urllib.request
 
 import keras
 from absl import logging
@@ -41,6 +50,10 @@ from tupe_tf.utils.errors import RunStopped
 PREEMPTED_EXIT_CODE = 75
 # How often the GCE maintenance-event watcher asks the metadata server.
 GCE_POLL_SECONDS = 5.0
+GCE_MAINTENANCE_EVENT = (
+    "http://metadata.google.internal/computeMetadata/v1/instance/"
+    "maintenance-event"
+)
 
 
 class PreemptedError(RunStopped):
@@ -50,18 +63,14 @@ class PreemptedError(RunStopped):
     exit_code = PREEMPTED_EXIT_CODE
 
 
-def _gce_maintenance_watcher():
-    """TensorFlow's GCE watcher (`True` once the metadata server announces
-    TERMINATE_ON_HOST_MAINTENANCE), or None off GCE or where TensorFlow's
-    failure-handling module is missing."""
-    try:
-        from tensorflow.python.distribute.failure_handling import (
-            failure_handling_util as util,
-        )
-    except ImportError:
-        return None
-    # Off GCE the probe fails (a 5 s timeout at most, in the thread).
-    return util.termination_watcher_function_gce if util.on_gcp() else None
+def _gce_announces_termination():
+    """Whether the GCE metadata server announces a host maintenance that
+    terminates this VM; raises `OSError` off GCE."""
+    request = urllib.request.Request(
+        GCE_MAINTENANCE_EVENT, headers={"Metadata-Flavor": "Google"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.read() == b"TERMINATE_ON_HOST_MAINTENANCE"
 
 
 class StopRequests:
@@ -109,14 +118,19 @@ class StopRequests:
         self.request("SIGTERM")
 
     def _poll_gce(self):
-        watcher = _gce_maintenance_watcher()
-        while watcher is not None and not self._done.wait(GCE_POLL_SECONDS):
+        on_gce = False
+        while not self._done.wait(GCE_POLL_SECONDS):
             try:
-                if watcher():
-                    self.request("a GCE host maintenance event")
-                    return
-            except Exception as error:  # pylint: disable=broad-except
+                terminating = _gce_announces_termination()
+            except OSError as error:
+                if not on_gce:
+                    return  # Not on GCE.
                 logging.warning("GCE maintenance-event poll failed: %s", error)
+                continue
+            on_gce = True
+            if terminating:
+                self.request("a GCE host maintenance event")
+                return
 
     def request(self, reason):
         """Asks the run to stop after the step under way (first reason

@@ -60,7 +60,7 @@ class PretrainingResult:
 
 def validate_settings(config, strategy=None):
     """Checks what a `PretrainConfig`'s flags alone decide, before any data
-    is built: each setting's range and choices, the lengths, the warm-up,
+    is built: each setting's range and choices, the lengths,
     the `--init_from` preset against the model flags, the batch against the
     strategy's replicas, a writable `--model_dir`
     (and `--work_dir` for the default data).
@@ -82,7 +82,6 @@ def validate_settings(config, strategy=None):
             "(--max_sequence_length). Lower --seq_length or raise "
             "--max_sequence_length."
         )
-    config.optimizer.resolve_warmup_steps(config.num_train_steps)
     if config.init_from:
         init_from.check_fit(
             init_from.read_source(config.init_from), config.model
@@ -102,9 +101,12 @@ def _fit_segments(step, total, every):
     """Splits steps [step, total) into (steps_per_epoch, num_epochs) runs.
 
     Epochs end on multiples of `every` (checkpoint boundaries); a resumed or
-    uneven run gets a short first or last epoch.
+    uneven run gets a short first or last epoch; none when `step` is at
+    or past `total`.
     """
     segments = []
+    if step >= total:
+        return segments
     head = min((-step) % every, total - step)
     if head:
         segments.append((head, 1))
@@ -277,6 +279,12 @@ def _train(
     start_time = time.time()
     history = {}
     step = start_step
+    if step >= config.num_train_steps:
+        print(
+            f"Nothing to train: the checkpoint is at step {step}, "
+            f"--num_train_steps={config.num_train_steps}.",
+            flush=True,
+        )
     epoch = step // config.save_every
     for steps_per_epoch, num_epochs in _fit_segments(
         step, config.num_train_steps, config.save_every
@@ -309,8 +317,8 @@ def _train(
         epoch += num_epochs
         step = global_step(model)
     seconds = time.time() - start_time
-    saver.set_model(model)
-    stop_on_request.set_model(model)
+    for callback in callbacks:  # Also when no step ran.
+        callback.set_model(model)
     if loop is not None:
         loop.agree_to_stop()
     if stop_requests.should_stop:
@@ -419,7 +427,8 @@ def run_pretraining(config: PretrainConfig):
         run_lock.DirectoryInUseError: (a `UserError`) another live run
             holds `model_dir`.
         run_record.ChangedRunError: (a `UserError`) a resume with other
-            data settings than the checkpoints' (`run.json`).
+            data settings or another optimizer than the checkpoints'
+            (`run.json`).
         disk_full.DiskFullError: (a `UserError`) a write found the disk
             full; names the checkpoint a rerun resumes from.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
@@ -452,10 +461,11 @@ def run_pretraining(config: PretrainConfig):
                 "worker with the same command."
             ) from error
         if disk_full.is_disk_full(error):
-            raise disk_full.DiskFullError(
-                f"{disk_full.disk_full_message(error, config.model_dir)} "
+            raise disk_full.refusal(
+                error,
+                config.model_dir,
                 f"{pretrain_model.resume_note(config)} Free space and rerun "
-                "the same command."
+                "the same command.",
             ) from error
         raise
 
@@ -474,12 +484,6 @@ def _pretrain(run):
         started_from = run_record.check_or_record(
             run, start_step > 0, run.chief, start
         )
-        if run.chief:
-            fileio.write_json_atomically(
-                os.path.join(run.config.model_dir, "config.json"),
-                run.config.to_dict(),
-                default=str,
-            )
         train_data, eval_data = pretrain_data.make_input_fns(run)
         try:
             outcome = train(

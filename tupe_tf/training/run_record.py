@@ -1,15 +1,19 @@
-"""A resume continues the same run: the settings that decide the data.
+"""The one record of a pre-training run, and what a resume may change.
 
-A resumed run skips the batches already trained on by counting them, so it
-continues the first run's data stream only with the same batch size,
-sequence length, shards, seed, shuffle buffer and masking. These settings
-are recorded in `<model_dir>/checkpoints/run.json` when a run starts from
-scratch, and a run that resumes from a checkpoint with another value of one
-of them is refused, naming the flag and the recorded value. Checkpoints
-made without a record (by an earlier version) resume as before. The record
-also keeps where the run started (`--init_from`, `init_from.initialize`'s
-record, or `None` for fresh weights), which a resume reports and which its
-`--init_from` may not contradict.
+`<model_dir>/checkpoints/run.json` holds the run's `PretrainConfig`, the
+training shards' fingerprint and where its weights started (`--init_from`,
+`init_from.initialize`'s record, or `None` for fresh weights). A new run
+writes it; a resume is checked against it, then rewrites it with the
+settings it may change (`--num_train_steps`, the learning-rate schedule,
+the intervals; docs/training.md).
+
+A resume is refused, naming the flag and the recorded value, when it
+changes what the checkpoints hold or the data a step sees: a resumed run
+skips the batches already trained on by counting them, which continues the
+first run's data stream only with the same `DATA_SETTINGS` and shards, and
+the optimizer state belongs to the recorded `--optimizer`. An
+`--init_from` other than the recorded start is refused too. Checkpoints
+without a record resume as they are.
 
 Example:
 >>> check_or_record(run, resumed=start_step > 0)  # doctest: +SKIP
@@ -17,6 +21,7 @@ Example:
 
 import os
 
+from data_pipeline import manifest as manifest_lib
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -33,18 +38,17 @@ DATA_SETTINGS = (
     "whole_word_masking",
 )
 FINGERPRINT = "train_files_fingerprint"
-START = "init_from"
+START = "started_from"
 
 
 class ChangedRunError(UserError):
-    """A resume with other data settings than the run's checkpoints."""
+    """A resume with other data settings or another optimizer than the
+    run's checkpoints."""
 
 
 def shards_fingerprint(train_files):
     """sha256 over the training shards' sha256s (from their manifests), in
     order: the same shards in another place have the same fingerprint."""
-    from data_pipeline import manifest as manifest_lib
-
     manifests = {}
     digests = []
     for path in train_files:
@@ -58,24 +62,33 @@ def shards_fingerprint(train_files):
     return fileio.sha256_hex("\n".join(digests).encode())
 
 
-def data_settings(config, train_files):
-    """The record of a run: its `DATA_SETTINGS` and shards' fingerprint."""
-    record = {name: getattr(config, name) for name in DATA_SETTINGS}
-    record[FINGERPRINT] = shards_fingerprint(train_files)
-    return record
+# What a resume may not change: {flag: where the record keeps it}.
+FIXED = {
+    **{f"--{name}": (name,) for name in DATA_SETTINGS},
+    "--train_files": (FINGERPRINT,),
+    "--optimizer": ("optimizer", "algorithm"),
+}
 
 
 def record_path(config):
     return os.path.join(config.checkpoint_dir, RECORD_NAME)
 
 
+def _lookup(record, keys):
+    for key in keys:
+        if not isinstance(record, dict) or key not in record:
+            return KeyError  # Not in an older record: not compared.
+        record = record[key]
+    return record
+
+
 def changes(recorded, current):
-    """`(flag, recorded, current)` of every setting that differs."""
+    """`(flag, recorded, current)` of every `FIXED` setting that differs."""
     differences = []
-    for name, value in current.items():
-        if name in recorded and recorded[name] != value:
-            flag = "--train_files" if name == FINGERPRINT else f"--{name}"
-            differences.append((flag, recorded[name], value))
+    for flag, keys in FIXED.items():
+        old, new = _lookup(recorded, keys), _lookup(current, keys)
+        if old is not KeyError and old != new:
+            differences.append((flag, old, new))
     return differences
 
 
@@ -88,8 +101,37 @@ def _describe(flag, recorded, current):
     return f"{flag}={current} (the checkpoints were made with {recorded})"
 
 
+def _refusal(config, differences, path):
+    """The `ChangedRunError` naming each change and how to resume."""
+    listing = "; ".join(_describe(*change) for change in differences)
+    restore = [
+        f"{flag}={recorded}"
+        for flag, recorded, _ in differences
+        if flag != "--train_files"
+    ]
+    flags = [flag for flag, _, _ in differences]
+    if "--train_files" in flags:
+        restore.append("the first run's --train_files")
+    if flags == ["--optimizer"]:
+        what, why = "another optimizer", "Their optimizer state is that one's."
+    else:
+        what = "other data settings"
+        why = (
+            "Resuming would feed the next steps other data than that run "
+            "would have seen."
+        )
+    return ChangedRunError(
+        f"--model_dir={config.model_dir!r} holds checkpoints of a run "
+        f"with {what}: {listing} (recorded in {path}). {why} To resume, "
+        f"rerun with {' and '.join(restore)}; to start a new run with these "
+        "settings, use a new --model_dir (with "
+        f"--init_from={os.path.join(config.model_dir, 'preset')} to start "
+        "from this run's weights)."
+    )
+
+
 def check_or_record(run, resumed, chief=True, start=None):
-    """Refuses a resume that changes the data; records a new run's.
+    """Records a new run; checks a resume against the record.
 
     Args:
         run: a `tupe_tf.training.pretrain.PretrainingRun`.
@@ -100,49 +142,31 @@ def check_or_record(run, resumed, chief=True, start=None):
 
     Returns:
         Where the run started: `start` for a new run, the recorded start
-        for a resume (`None` for a record without one).
+        for a resume (`None` without a record).
 
     Raises:
         ChangedRunError: naming each changed flag and its recorded value,
             or an `--init_from` other than the run's start.
     """
     config = run.config
-    current = data_settings(config, run.train_files)
     path = record_path(config)
-    if not resumed:
-        if chief:
-            fileio.write_json_atomically(path, dict(current, **{START: start}))
-        return start
-    if not os.path.exists(path):
-        return None  # Checkpoints made before runs were recorded.
-    recorded = fileio.read_json(
-        path, "restore it, or pass a new --model_dir to start a new run."
-    )
-    differences = changes(recorded, current)
-    if differences:
-        listing = "; ".join(_describe(*change) for change in differences)
-        restore = [
-            f"{flag}={recorded_value}"
-            for flag, recorded_value, _ in differences
-            if flag != "--train_files"
-        ]
-        if any(flag == "--train_files" for flag, _, _ in differences):
-            restore.append("the first run's --train_files")
-        raise ChangedRunError(
-            f"--model_dir={config.model_dir!r} holds checkpoints of a run "
-            f"with other data settings: {listing} (recorded in {path}). "
-            "Resuming would feed the next steps other data than that run "
-            f"would have seen. To resume, rerun with {' and '.join(restore)}; "
-            "to start a new run with these settings, use a new --model_dir "
-            f"(with --init_from={_preset_of(config)} to start from this "
-            "run's weights)."
+    current = config.to_dict()
+    current[FINGERPRINT] = shards_fingerprint(run.train_files)
+    if resumed:
+        if not os.path.exists(path):
+            return None  # Checkpoints made before runs were recorded.
+        recorded = fileio.read_json(
+            path, "restore it, or pass a new --model_dir to start a new run."
         )
-    _check_start(config, recorded.get(START), path)
-    return recorded.get(START)
-
-
-def _preset_of(config):
-    return os.path.join(config.model_dir, "preset")
+        differences = changes(recorded, current)
+        if differences:
+            raise _refusal(config, differences, path)
+        start = recorded.get(START)
+        _check_start(config, start, path)
+    if chief:
+        current[START] = start
+        fileio.write_json_atomically(path, current, default=str)
+    return start
 
 
 def _check_start(config, start, path):

@@ -16,11 +16,8 @@
   or by a lost worker (`RunStopped`), ends with one `ERROR:` line naming
   the checkpoint a rerun resumes from and the error's `exit_code` (75,
   69: `tupe_tf.training.preemption`, `tupe_tf.training.multi_worker`).
-- A write that finds the disk full (`tupe_tf.utils.disk_full`) ends with
-  one `ERROR:` line naming the output and exit code 2: the atomic writers
-  published nothing half-written, so a rerun once space is freed loses
-  nothing (pre-training's message also names the checkpoint it resumes
-  from).
+- A write that finds the disk full ends with one `ERROR:` line naming the
+  output and exit code 2 (`tupe_tf.utils.disk_full.refusal`).
 - Any other exception is a bug or a failure of the machine (out of memory)
   and keeps its traceback.
 
@@ -129,10 +126,7 @@ def run(main):
             if isinstance(e, app.UsageError):
                 fail(e)
             if disk_full.is_disk_full(e):
-                fail(
-                    f"{disk_full.disk_full_message(e)} Nothing half-written "
-                    "was published: free space and run it again."
-                )
+                fail(disk_full.refusal(e))
             raise
         finally:
             interrupts.uninstall()

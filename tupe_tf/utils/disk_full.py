@@ -5,9 +5,10 @@ Python's own writers, as an `OSError` of h5py naming errno 28 from a
 preset's weights, or as TensorFlow's `ResourceExhaustedError` or
 `UnknownError` from the checkpoint writer, which keep only the message.
 `is_disk_full` recognises all of them (also as the cause of another
-exception), and `DiskFullError` is the `UserError` the scripts print as one
-`ERROR:` line: every writer of tupe-tf publishes only complete outputs, so
-a rerun once space is freed loses nothing.
+exception), and `refusal` makes the `DiskFullError` (a `UserError`) that
+the scripts print as one `ERROR:` line: every writer of tupe-tf publishes
+only complete outputs, so a rerun once space is freed loses nothing
+(pre-training adds the checkpoint it resumes from).
 
 Standard library only: TensorFlow's errors are recognised by their message.
 
@@ -82,3 +83,13 @@ def disk_full_message(error, where=None):
     """
     path = full_path(error) or where or "an output"
     return f"{_NO_SPACE} while writing {path}: the disk is full."
+
+
+def refusal(error, where=None, rerun=None):
+    """The `DiskFullError` of `error` (`is_disk_full`): `disk_full_message`
+    and what a rerun does (`rerun`, else that nothing half-written was
+    published)."""
+    rerun = rerun or (
+        "Nothing half-written was published: free space and run it again."
+    )
+    return DiskFullError(f"{disk_full_message(error, where)} {rerun}")
