@@ -78,10 +78,6 @@ class GlueTask:
     def is_regression(self):
         return self.num_classes == 1
 
-    @property
-    def is_pair(self):
-        return len(self.tfds_features) == 2
-
 
 GLUE_TASKS = {
     "cola": GlueTask(

@@ -48,15 +48,6 @@ class WholeWordMaskingSettings(Settings):
     )
 
 
-def num_to_mask(num_candidates, mask_rate, max_predictions):
-    """How many positions a sequence with `num_candidates` candidates masks."""
-    if num_candidates <= 0:
-        return 0
-    # floor(x + 0.5): round half up, the same in numpy and TensorFlow.
-    wanted = int(np.floor(mask_rate * num_candidates + 0.5))
-    return min(max_predictions, max(1, wanted))
-
-
 def special_token_table(vocab_size, special_token_ids):
     """bool `[vocab_size]`, true for the ids that are never masked."""
     table = np.zeros([vocab_size], bool)

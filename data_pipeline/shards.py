@@ -176,7 +176,8 @@ def preflight(config):
     )
     output_dir = os.fspath(config.output_dir)
     shard_outputs.check_output_dir(output_dir, config.overwrite)
-    fileio.check_directory_can_be_made(output_dir, "--output_dir")
+    with fileio.made_directory(output_dir, "--output_dir", keep=False):
+        pass
     return vocabulary, input_files
 
 

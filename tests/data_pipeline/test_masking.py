@@ -55,11 +55,13 @@ def _check_stats(original, masked, positions, label_ids, weights, padding):
     assert not np.isin(new[new != MASK], SPECIAL).any()
 
 
-def test_num_to_mask():
-    assert masking.num_to_mask(0, 0.15, 20) == 0
-    assert masking.num_to_mask(3, 0.15, 20) == 1
-    assert masking.num_to_mask(10, 0.15, 20) == 2  # 1.5 rounds half up
-    assert masking.num_to_mask(1000, 0.15, 20) == 20
+def test_each_row_masks_its_budget():
+    # Rows of 0, 3, 10 (1.5 rounds half up) and 1,000 candidates.
+    ids = np.full([4, 1002], PAD, np.int32)
+    for row, candidates in enumerate([0, 3, 10, 1000]):
+        ids[row, : candidates + 2] = [CLS] + [7] * candidates + [SEP]
+    weights = _tf_mask(ids, [1, 2], p=20)[3]
+    assert weights.sum(axis=1).tolist() == [0, 1, 2, 20]
 
 
 def test_replacement_ids_exclude_specials():

@@ -186,7 +186,7 @@ def test_vocabulary_output_is_checked_before_learning(tmp_path, corpus_file):
         vocab_lib.build_vocabulary(corpus_file, 100, str(tmp_path))
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(fileio.OutputError, match="--output: cannot create"):
+    with pytest.raises(fileio.OutputError, match="--output=.* is not writable"):
         vocab_lib.build_vocabulary(corpus_file, 100, str(blocker / "v.txt"))
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
@@ -314,7 +314,9 @@ def test_unwritable_output_dir_is_named(tmp_path, corpus_file, vocab_file):
     blocker.write_text("x")
     with pytest.raises(fileio.OutputError, match="not a directory"):
         shards.build_shards(_config(corpus_file, vocab_file, blocker))
-    with pytest.raises(fileio.OutputError, match="--output_dir: cannot create"):
+    with pytest.raises(
+        fileio.OutputError, match="--output_dir=.* is not writable"
+    ):
         shards.build_shards(_config(corpus_file, vocab_file, blocker / "sub"))
 
 

@@ -143,7 +143,7 @@ EARLY_SHARD_CASES = {
     ),
     "--output_dir not writable": (
         {"output_dir": "/sys", "overwrite": "true"},
-        "ERROR: --output_dir: cannot write in /sys:",
+        "ERROR: --output_dir='/sys' is not writable:",
     ),
     "vocabulary is empty": (
         {"vocab_file": "{empty}"},
@@ -181,7 +181,7 @@ EARLY_SHARD_CASES = {
     ),
     "unwritable --output_dir": (
         {"output_dir": "/sys/tupe_tf_out"},
-        "ERROR: --output_dir: cannot create directory /sys/tupe_tf_out:",
+        "ERROR: --output_dir='/sys/tupe_tf_out' is not writable:",
     ),
     "--output_dir is a file": (
         {"output_dir": "{corpus}"},
@@ -323,7 +323,7 @@ def test_existing_output_dir_needs_overwrite(tmp_path, files):
         (
             "unwritable --output",
             {"output": "/sys/tupe_tf_out/vocab.txt"},
-            "ERROR: --output: cannot create directory /sys/tupe_tf_out:",
+            "ERROR: --output='/sys/tupe_tf_out' is not writable:",
         ),
         (
             "vocab_size too small",

@@ -105,7 +105,7 @@ def _check_whole_words(batches, vocabulary):
             split_words += sum(len(w) > 1 for w in words)
             for word in words:
                 assert len(set(chosen[row, word])) == 1, (row, word)
-            budget = masking.num_to_mask(
+            budget = _budget(
                 int(candidate[row].sum()), MASK_RATE, MAX_PREDICTIONS
             )
             assert chosen[row].sum() <= budget
@@ -120,6 +120,14 @@ def _check_whole_words(batches, vocabulary):
         np.concatenate(new_values),
         np.concatenate(labels),
     )
+
+
+def _budget(num_candidates, mask_rate, max_predictions):
+    """masking.py's budget in NumPy: round half up, at least one."""
+    if num_candidates <= 0:
+        return 0
+    wanted = int(np.floor(mask_rate * num_candidates + 0.5))
+    return min(max_predictions, max(1, wanted))
 
 
 def _words(ids, candidate, piece):
@@ -180,7 +188,7 @@ def test_words_are_chosen_as_bert_chooses_them(first_piece, max_predictions):
     for row in range(len(ids)):
         candidate = (ids[row] > 0) & ~is_special[ids[row]]
         words = _words(ids[row], candidate, piece)
-        budget = masking.num_to_mask(int(candidate.sum()), 0.3, max_predictions)
+        budget = _budget(int(candidate.sum()), 0.3, max_predictions)
         expected = []
         ordered = sorted(words, key=lambda w: -scores[row, w[0]])
         for index, word in enumerate(ordered):

@@ -87,7 +87,7 @@ def test_reads_every_task_with_tfds_label_ids(glue_dir, task):
     assert [list(s) for s in split.sentences] == sentences
     np.testing.assert_allclose(split.labels, labels)
     assert split.labels.dtype == (np.float32 if task == "stsb" else np.int32)
-    assert glue.get_task(task).is_pair == (len(sentences) == 2)
+    assert len(glue.get_task(task).tfds_features) == len(sentences)
 
 
 def test_mnli_has_matched_and_mismatched_dev(glue_dir):

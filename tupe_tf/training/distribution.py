@@ -189,12 +189,12 @@ def jit_compile(runtime):
     set; unset, yes except where the strategy in scope replicates the step
     over several local CPU devices (`MirroredStrategy` on logical CPUs).
 
-    XLA made the main job's step 13-19% shorter on 2 CPU cores, in every
-    round (docs/benchmarks.md), and is what accelerators want; on logical CPU
-    devices TensorFlow cannot compile a replicated step (a replica reads a
-    variable placed on another device). The multi-worker loop runs its own
-    `tf.function` and so ignores it. Call it in the strategy's scope, where
-    the model is compiled.
+    XLA shortens the main job's step on CPU (docs/benchmarks.md) and is
+    what accelerators want; on logical CPU devices TensorFlow cannot
+    compile a replicated step (a replica reads a variable placed on another
+    device). The multi-worker loop runs its own `tf.function` and so
+    ignores it. Call it in the strategy's scope, where the model is
+    compiled.
 
     Args:
         runtime: a `RuntimeConfig`.

@@ -297,35 +297,47 @@ def _missing_directories(directory):
 
 
 @contextlib.contextmanager
-def made_directory(path, what="Directory"):
-    """Creates `path` (and missing parents) for the `with` body; on error,
-    removes the directories it created if they are empty again.
+def made_directory(path, flag, keep=True):
+    """Creates `path` (and missing parents) and checks that a file can be
+    written in it, for the `with` body (a remote path, `gs://...`, through
+    `tf.io.gfile`).
 
-    So a refused or failed run leaves the file system as it found it. A
-    directory that cannot be created or written in (no permission, a file
-    in the way, a read-only file system) raises `OutputError` naming it and
-    `what`, before the body runs.
+    The local directories it created are removed again while empty if the
+    body fails, or when it ends with `keep=False` (a check before a long
+    build), so a refused or failed run leaves the file system as it found
+    it.
+
+    Raises:
+        OutputError: `<flag>='<path>' is not writable: <OS error>`, before
+            the body runs (no permission, a file in the way, a read-only
+            file system).
 
     Example:
     >>> with made_directory("out/shards", "--output_dir"):  # doctest: +SKIP
     ...     build_into("out/shards")
     """
-    path = os.path.abspath(os.fspath(path))
-    missing = _missing_directories(path)
+    path = os.fspath(path)
+    remote = "://" in path
+    missing = [] if remote else _missing_directories(os.path.abspath(path))
     # One `try` from the creation on: an interrupt just after `makedirs`
     # must not leave the directories behind.
     try:
         try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as e:
+            if remote:
+                _remote_write_probe(path)
+            else:
+                os.makedirs(path, exist_ok=True)
+                _write_probe(path)
+        except OSError as error:
             raise OutputError(
-                f"{what}: cannot create directory {path}: {e.strerror or e}."
-            ) from e
-        _check_writable_in(path, what)
-        yield path
+                f"{flag}={path!r} is not writable: {error.strerror or error}"
+            ) from error
+        yield path if remote else os.path.abspath(path)
     except BaseException:
         _remove_empty_directories(missing)
         raise
+    if not keep:
+        _remove_empty_directories(missing)
 
 
 def _remove_empty_directories(directories):
@@ -335,19 +347,6 @@ def _remove_empty_directories(directories):
             os.rmdir(directory)
         except OSError:
             break
-
-
-def check_directory_can_be_made(path, what="Directory"):
-    """Raises `OutputError` unless `path` exists or can be created, and can
-    be written in; leaves the file system as it was (for a check before a
-    long build; `make_writable_directory` keeps what it creates)."""
-    path = os.path.abspath(os.fspath(path))
-    missing = _missing_directories(path)
-    try:
-        with made_directory(path, what):
-            pass
-    finally:
-        _remove_empty_directories(missing)
 
 
 def _write_probe(directory):
@@ -377,49 +376,15 @@ def _remote_write_probe(directory):
         raise OSError(error.message) from error
 
 
-def _check_writable_in(directory, what):
-    """Raises `OutputError` unless a file can be created in the existing
-    `directory` (`what`: how the message names it).
-
-    Creates and removes a hidden temporary file.
-    """
-    try:
-        _write_probe(directory)
-    except OSError as e:
-        raise OutputError(
-            f"{what}: cannot write in {directory}: {e.strerror or e}."
-        ) from e
-
-
 def make_writable_directory(directory, flag):
-    """Creates `directory` (and its parents; they are kept) and checks that
-    a file can be written in it, as the training, export and analysis
-    scripts do for their output flags (`check_directory_can_be_made`
-    leaves nothing behind).
-
-    A remote path (`gs://...`) is checked through `tf.io.gfile`.
-
-    Args:
-        directory: the output directory.
-        flag: how the message names it.
-
-    Raises:
-        OutputError: `<flag>='<directory>' is not writable: <OS error>`.
+    """`made_directory`, kept: an output flag's directory checked before a
+    run.
 
     Example:
     >>> make_writable_directory("runs/model", "--model_dir")  # doctest: +SKIP
     """
-    directory = os.fspath(directory)
-    try:
-        if "://" in directory:
-            _remote_write_probe(directory)
-        else:
-            os.makedirs(directory, exist_ok=True)
-            _write_probe(directory)
-    except OSError as error:
-        raise OutputError(
-            f"{flag}={directory!r} is not writable: {error}"
-        ) from error
+    with made_directory(directory, flag):
+        pass
 
 
 def is_hidden_temporary(name):
