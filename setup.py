@@ -69,6 +69,10 @@ setup(
         # extra: PyPI's plain `torch` is a CUDA build of several GB, the
         # README gives the CPU install line.
         "jax": ["jax>=0.7,<0.11"],
+        # Reading the TUPE authors' fairseq checkpoints
+        # (scripts/convert_fairseq_checkpoint.py); torch's CPU build
+        # suffices (the README's install line).
+        "convert": ["torch>=2.1"],
         # Data preparation on Apache Beam (--runner). Kept out of the base
         # install: it pins protobuf below 7 (6.33.6 with TF 2.21), under
         # which TensorFlow, TF-Text, keras-hub and tensorboard still work.

@@ -6,7 +6,9 @@ Each extra of `setup.py` adds what one feature needs:
 - `figures`: matplotlib, for the study's figures and `scripts/visualize.py`;
 - `tfds`: tensorflow-datasets, for GLUE downloaded from TFDS (`--glue_dir`
   reads the official TSV files without it);
-- `beam`: Apache Beam, for `--runner` of the data scripts.
+- `beam`: Apache Beam, for `--runner` of the data scripts;
+- `convert`: torch, to read fairseq checkpoints
+  (`scripts/convert_fairseq_checkpoint.py`).
 
 Example:
 >>> from tupe_tf.utils import extras
