@@ -30,6 +30,7 @@ from tupe_tf.utils import config_flags
 from tupe_tf.utils import process_startup
 
 # Before anything imports TensorFlow (see tupe_tf/utils/process_startup.py).
+process_startup.quiet_tensorflow()
 process_startup.skip_unused_optional_imports()
 
 config_flags.define_flags(shards_lib.ShardConfig)

@@ -22,6 +22,9 @@ import time
 from data_pipeline import vocab as vocab_lib
 from tupe_tf.utils import cli
 from tupe_tf.utils import config_flags
+from tupe_tf.utils import process_startup
+
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 config_flags.define_flags(vocab_lib.VocabConfig)
 

@@ -14,9 +14,9 @@ rebuilds the tables and figures from the JSON files (no training, no models
 needed). Flags: `tupe_tf.analysis.study_config.CompareConfig`.
 """
 
-import os
+from tupe_tf.utils import process_startup
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 from absl import flags  # noqa: E402
 

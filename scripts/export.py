@@ -22,8 +22,9 @@ import os
 from typing import Optional
 from typing import Sequence
 
-# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tupe_tf.utils import process_startup
+
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402

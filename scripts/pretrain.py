@@ -13,8 +13,9 @@ Every flag: --helpfull; multi-worker and TPU runs: docs/training.md.
 import json
 import os
 
-# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tupe_tf.utils import process_startup
+
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 from tupe_tf.training import config as config_lib  # noqa: E402
 from tupe_tf.training import pretrain  # noqa: E402

@@ -9,9 +9,9 @@ attention logits with positions at the input vs per head; DIET figs. 2/8).
 Flags: `tupe_tf.analysis.visualize.VisualizeConfig`.
 """
 
-import os
+from tupe_tf.utils import process_startup
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 from absl import flags  # noqa: E402
 

@@ -14,8 +14,10 @@ ROOT = os.path.dirname(
 )
 
 
-def _python(code):
+def _python(code, **env_overrides):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    env.update(env_overrides)
+    env = {k: v for k, v in env.items() if v is not None}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -68,3 +70,30 @@ def test_exit_without_teardown_flushes_and_returns_the_code():
     assert result.returncode == 3
     assert result.stdout == "to stdout"
     assert "to stderr" in result.stderr
+
+
+QUIET_TENSORFLOW = """
+  import os
+  import sys
+  from tupe_tf.utils import process_startup
+  process_startup.quiet_tensorflow()
+  import keras  # Loads TensorFlow, as the scripts' imports do.
+  import tensorflow as tf
+  print(os.environ["TF_CPP_MIN_LOG_LEVEL"], tf.config.list_physical_devices("CPU")[0].device_type)
+  sys.stderr.write("the script's own line\\n")
+  """
+
+
+def test_quiet_tensorflow_leaves_the_script_the_first_line():
+    result = _python(QUIET_TENSORFLOW, TF_CPP_MIN_LOG_LEVEL=None)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "3 CPU\n"
+    # No C++ start-up lines: absl's, cuda_driver's or cuInit's.
+    assert result.stderr == "the script's own line\n", result.stderr
+
+
+def test_a_users_tf_cpp_min_log_level_wins():
+    result = _python(QUIET_TENSORFLOW, TF_CPP_MIN_LOG_LEVEL="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1 CPU\n"
+    assert result.stderr.endswith("the script's own line\n")

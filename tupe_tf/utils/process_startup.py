@@ -1,4 +1,12 @@
-"""Start-up and shut-down costs of the data-pipeline command-line tools.
+"""How the command-line tools start and end: a quiet console, and the
+start-up and shut-down costs of the data-pipeline tools.
+
+- TensorFlow's C++ libraries log to the console: on a machine without a
+  GPU, "failed call to cuInit: INTERNAL: CUDA error" (an ERROR line a new
+  user reads as a failure), and while they load, before they read any
+  setting, absl's "All log messages before absl::InitializeLog() ..." and
+  "Could not find cuda drivers". `quiet_tensorflow` silences both, so the
+  first line a script prints is its own.
 
 A shard-building process can spend more time importing and tearing down
 TensorFlow than tokenizing its corpus (`python benchmarks/shard_building.py`
@@ -15,12 +23,69 @@ prints the whole-process figures):
 Only the command-line mains call these; the library never does.
 """
 
+import contextlib
+import importlib.abc
+import importlib.util
 import logging
 import os
 import sys
 
 # Keras imports these only to support notebooks and plotting.
 UNUSED_OPTIONAL_MODULES = ("IPython", "matplotlib")
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """Sends file descriptor 2, where C++ code writes, to /dev/null."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+class _QuietTensorFlowImport(importlib.abc.MetaPathFinder):
+    """Silences stderr while the `tensorflow` package itself loads (an
+    import error still raises, and is printed after)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        load = spec.loader.exec_module
+
+        def exec_module(module):
+            with _stderr_silenced():
+                load(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def quiet_tensorflow():
+    """Quiets TensorFlow's C++ logging in this process: sets
+    `TF_CPP_MIN_LOG_LEVEL=3` (no C++ INFO, WARNING or ERROR lines; the
+    Python errors still raise) and silences stderr while TensorFlow loads,
+    whenever it is first imported.
+
+    A user's own `TF_CPP_MIN_LOG_LEVEL` wins (and then nothing is
+    silenced). Must run before TensorFlow is imported; later it does
+    nothing.
+
+    Example:
+    >>> quiet_tensorflow()  # doctest: +SKIP
+    >>> from tupe_tf.training import pretrain  # Loads TensorFlow quietly.  # doctest: +SKIP
+    """
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.meta_path.insert(0, _QuietTensorFlowImport())
 
 
 def skip_unused_optional_imports(modules=UNUSED_OPTIONAL_MODULES):
