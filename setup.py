@@ -13,6 +13,9 @@ VERSION = re.search(
 
 FIGURES = ["matplotlib>=3.8,<4"]
 TFDS = ["tensorflow-datasets>=4.9.10,<5"]
+# The TUPE authors' tokenization (tupe_tf.TupeFairseqTokenizer): Moses'
+# punctuation rules and English non-breaking prefixes.
+FAIRSEQ_TEXT = ["sacremoses>=0.2,<0.3"]
 
 setup(
     name="tupe-tf",
@@ -49,9 +52,11 @@ setup(
     extras_require={
         "figures": FIGURES,
         "tfds": TFDS,
+        "fairseq-text": FAIRSEQ_TEXT,
         "test": [
             *FIGURES,
             *TFDS,
+            *FAIRSEQ_TEXT,
             "pytest>=8,<10",
             # Two test processes, one per core of the 2-core machine.
             "pytest-xdist>=3.6,<4",

@@ -21,6 +21,8 @@ _PUBLIC = {
     "POSITION_ENCODINGS": "tupe_tf.models",
     "SEGMENT_ENCODINGS": "tupe_tf.models",
     "TupeBackbone": "tupe_tf.models",
+    "TupeFairseqTextClassifierPreprocessor": "tupe_tf.models",
+    "TupeFairseqTokenizer": "tupe_tf.models",
     "TupeMaskedLM": "tupe_tf.models",
     "TupeMaskedLMPreprocessor": "tupe_tf.models",
     "TupeTextClassifier": "tupe_tf.models",
