@@ -8,7 +8,9 @@ Each extra of `setup.py` adds what one feature needs:
   reads the official TSV files without it);
 - `beam`: Apache Beam, for `--runner` of the data scripts;
 - `convert`: torch, to read fairseq checkpoints
-  (`scripts/convert_fairseq_checkpoint.py`).
+  (`scripts/convert_fairseq_checkpoint.py`);
+- `fairseq-text`: sacremoses, for the TUPE authors' tokenization
+  (`tupe_tf.TupeFairseqTokenizer`).
 
 Example:
 >>> from tupe_tf.utils import extras
