@@ -119,6 +119,24 @@ def test_manifest_fields(dynamic_shards, vocab_file, corpus_file):
     )
 
 
+def _model_garden_spec(seq_length, max_predictions):
+    """Model Garden's BERT pre-training loader feature spec (v1 names,
+    with next-sentence labels)."""
+    return {
+        "input_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([seq_length], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature(
+            [max_predictions], tf.int64
+        ),
+        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature(
+            [max_predictions], tf.float32
+        ),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
 def test_static_shards_model_garden_schema(static_shards, vocab_file):
     directory, manifest = static_shards
     assert manifest["schema"] == "static"
@@ -128,16 +146,7 @@ def test_static_shards_model_garden_schema(static_shards, vocab_file):
         "mask_rate": 0.15,
     }
     files = [os.path.join(directory, s["name"]) for s in manifest["shards"]]
-    # Model Garden's BERT pre-training loader feature spec.
-    spec = {
-        "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([SEQ], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([6], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([6], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([6], tf.float32),
-        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
-    }
+    spec = _model_garden_spec(SEQ, 6)
     parsed = next(
         iter(
             tf.data.TFRecordDataset(files)
@@ -176,31 +185,76 @@ def test_static_shards_model_garden_schema(static_shards, vocab_file):
     assert len({tuple(r) for r in unmasked}) == n // 2
 
 
-def test_model_garden_loader_reads_static_shards(static_shards):
-    pytest.importorskip("official.nlp.data.pretrain_dataloader")
-    from official.nlp.data import pretrain_dataloader  # pylint: disable=g-import-not-at-top
+def _model_garden_pretrain_batches(pattern, seq_length, max_predictions, batch):
+    """The batches Model Garden's BERT pre-training loader
+    (`official.nlp.data.pretrain_dataloader.BertPretrainDataLoader`, v1
+    feature names, next-sentence labels, not training) makes of `pattern`,
+    by its steps written out here (tf-models-official pins another
+    TensorFlow): parse each record with its feature spec, every int64
+    cast to int32, the features renamed to the model's inputs, and
+    batches with the remainder dropped."""
+    spec = _model_garden_spec(seq_length, max_predictions)
+    names = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
 
-    directory, _ = static_shards
-    config = pretrain_dataloader.BertPretrainDataConfig(
-        input_path=os.path.join(directory, "*.tfrecord"),
-        global_batch_size=4,
-        seq_length=SEQ,
-        max_predictions_per_seq=6,
-        is_training=False,
-        use_next_sentence_label=True,
+    def decode(record):
+        example = tf.io.parse_single_example(record, spec)
+        return {
+            names.get(k, k): tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+            for k, v in example.items()
+        }
+
+    files = sorted(tf.io.gfile.glob(pattern))
+    return (
+        tf.data.TFRecordDataset(files)
+        .map(decode)
+        .batch(batch, drop_remainder=True)
     )
-    batch = next(
-        iter(pretrain_dataloader.BertPretrainDataLoader(config).load())
-    )
-    assert batch["input_word_ids"].shape == (4, SEQ)
-    assert batch["masked_lm_positions"].shape == (4, 6)
-    assert float(tf.reduce_sum(batch["masked_lm_weights"])) > 0
-    assert set(batch) >= {
+
+
+def test_model_garden_loader_reads_static_shards(static_shards):
+    directory, manifest = static_shards
+    pattern = os.path.join(directory, "*.tfrecord")
+    batch = next(iter(_model_garden_pretrain_batches(pattern, SEQ, 6, 4)))
+    assert set(batch) == {
+        "input_word_ids",
         "input_mask",
         "input_type_ids",
+        "masked_lm_positions",
         "masked_lm_ids",
+        "masked_lm_weights",
         "next_sentence_labels",
     }
+    shapes = {k: (tuple(v.shape), v.dtype) for k, v in batch.items()}
+    assert shapes == {
+        "input_word_ids": ((4, SEQ), tf.int32),
+        "input_mask": ((4, SEQ), tf.int32),
+        "input_type_ids": ((4, SEQ), tf.int32),
+        "masked_lm_positions": ((4, 6), tf.int32),
+        "masked_lm_ids": ((4, 6), tf.int32),
+        "masked_lm_weights": ((4, 6), tf.float32),
+        "next_sentence_labels": ((4, 1), tf.int32),
+    }
+    # The first records of the first shard, as the shard holds them.
+    first = os.path.join(directory, manifest["shards"][0]["name"])
+    raw = [
+        tf.train.Example.FromString(r.numpy()).features.feature
+        for r in tf.data.TFRecordDataset(first).take(4)
+    ]
+    np.testing.assert_array_equal(
+        batch["input_word_ids"].numpy(),
+        [f["input_ids"].int64_list.value for f in raw],
+    )
+    np.testing.assert_array_equal(
+        batch["masked_lm_weights"].numpy(),
+        [f["masked_lm_weights"].float_list.value for f in raw],
+    )
+    assert float(tf.reduce_sum(batch["masked_lm_weights"])) > 0
+    # Every masked position is inside its sequence's tokens.
+    positions = batch["masked_lm_positions"].numpy()
+    weights = batch["masked_lm_weights"].numpy()
+    mask = batch["input_mask"].numpy()
+    rows = np.arange(4)[:, None].repeat(6, 1)
+    assert np.all(mask[rows, positions][weights > 0] == 1)
 
 
 @pytest.mark.parametrize(
