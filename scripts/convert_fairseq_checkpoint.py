@@ -14,11 +14,11 @@ Example:
 """
 
 import dataclasses
-import os
 from typing import Optional
 
-# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tupe_tf.utils import process_startup
+
+process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
 from absl import flags  # noqa: E402
 

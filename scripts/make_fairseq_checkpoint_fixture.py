@@ -57,8 +57,12 @@ SIZES = [
     "--encoder-embed-dim=32",
     "--encoder-ffn-embed-dim=64",
     "--encoder-attention-heads=4",
-    "--tokens-per-sample=16",
+    "--tokens-per-sample=160",
 ]
+# The checked batch reaches past their relative buckets' max distance
+# (128), so every bucket and the clipping are compared.
+CHECKED_LENGTH = 150
+TRAIN_LENGTH = 32
 # Words of the dictionary: BPE pieces (`@@` continues a word), punctuation,
 # non-ASCII; their `finalize` pads the 7 + 37 symbols to 48.
 WORDS = (
@@ -149,8 +153,9 @@ def randomize(model, generator):
                 parameter.copy_(0.2 * noise)
 
 
-def input_ids(generator, dictionary, length=12):
-    """Two sequences of `length`: `<s> ... </s>`, the second padded."""
+def input_ids(generator, dictionary, length):
+    """Two sequences of `length`: `<s> ... </s>`, the second padded from
+    two thirds on."""
     import torch
 
     ids = torch.randint(
@@ -158,8 +163,9 @@ def input_ids(generator, dictionary, length=12):
     )
     ids[:, 0] = dictionary.bos()
     ids[0, -1] = dictionary.eos()
-    ids[1, 7] = dictionary.eos()
-    ids[1, 8:] = dictionary.pad()
+    end = length * 2 // 3
+    ids[1, end - 1] = dictionary.eos()
+    ids[1, end:] = dictionary.pad()
     return ids
 
 
@@ -233,7 +239,7 @@ def save_their_checkpoint(args, path, serialization):
     model = task.build_model(args)
     randomize(model, generator)
     trainer = Trainer(args, task, model, task.build_criterion(args))
-    ids = input_ids(generator, task.source_dictionary, length=16)
+    ids = input_ids(generator, task.source_dictionary, TRAIN_LENGTH)
     for _ in range(TRAIN_STEPS):
         sample = training_sample(ids, task.source_dictionary, generator)
         trainer.train_step([sample])
@@ -291,7 +297,9 @@ def make_fixtures(tupe_dir, output_dir):
         task = save_their_checkpoint(args, path, serialization)
         if "input_ids" not in arrays:
             generator = torch.Generator().manual_seed(SEED + 1)
-            arrays["input_ids"] = input_ids(generator, task.source_dictionary)
+            arrays["input_ids"] = input_ids(
+                generator, task.source_dictionary, CHECKED_LENGTH
+            )
             # Each id's symbol in their task's dictionary (`<mask>` added).
             arrays["symbols"] = np.array(
                 json.dumps(task.source_dictionary.symbols)

@@ -195,6 +195,8 @@ def bad_inputs(tmp_path):
     noise.write_bytes(np.random.default_rng(0).bytes(4096))
     tensors = tmp_path / "tensors.pt"
     torch.save({"weight": torch.zeros(3)}, tensors)
+    newer = tmp_path / "newer.pt"
+    torch.save({"cfg": {"model": {}}, "model": {}}, newer)
     short_dictionary = tmp_path / "dict.txt"
     short_dictionary.write_text(
         "".join(open(DICTIONARY).readlines()[:-1]), encoding="utf-8"
@@ -219,6 +221,12 @@ def bad_inputs(tmp_path):
         ),
         ("random bytes", dict(checkpoint=str(noise)), "--checkpoint"),
         ("plain tensors", dict(checkpoint=str(tensors)), "not a fairseq"),
+        ("fairseq >= 0.10", dict(checkpoint=str(newer)), "fairseq 0.10"),
+        (
+            "args not the weights",
+            dict(checkpoint=with_changed_args(tmp_path, encoder_layers=3)),
+            "do not match its args",
+        ),
         ("short dictionary", dict(dictionary=str(short_dictionary)), "--dict"),
     ]
 
@@ -248,6 +256,8 @@ def assert_refused(tmp_path, changes, named):
         "truncated legacy",
         "random bytes",
         "plain tensors",
+        "fairseq >= 0.10",
+        "args not the weights",
         "short dictionary",
     ],
 )
@@ -258,21 +268,14 @@ def test_bad_inputs_are_refused_and_write_nothing(tmp_path, name):
     assert_refused(tmp_path, *cases[name])
 
 
-def _their_tokenizer():
-    """Skips where the package has no tokenizer of their pipeline."""
-    pytest.importorskip("tupe_tf.models.tupe_fairseq_tokenizer")
-    pytest.importorskip("sacremoses")
-
-
 def test_bpe_codes_of_another_dictionary_are_refused(tmp_path):
-    _their_tokenizer()
     codes = tmp_path / "bpe-code"
     codes.write_text("Ġ t 10\nĠt he 9\nq u 8\n", encoding="utf-8")
     assert_refused(tmp_path, dict(bpe_codes=str(codes)), "--bpe_codes")
 
 
 def test_bpe_codes_give_the_preset_their_tokenizer(tmp_path):
-    _their_tokenizer()
+    pytest.importorskip("sacremoses")  # the fairseq-text extra
     codes = tmp_path / "bpe-code"
     # Merges to th@@, the, caf@@ (via ca@@, not in the dictionary), un@@
     # and known.

@@ -15,6 +15,7 @@ import collections
 import importlib
 import pickle
 import types
+import zipfile
 
 from tupe_tf.utils import extras
 
@@ -151,5 +152,9 @@ def load_torch_file(path):
         map_location="cpu",
         pickle_module=_pickle_module(torch, stubbed),
         weights_only=False,
+        # A zip file's storages are mapped, not read: a training
+        # checkpoint's optimizer state (twice the model in float32 and
+        # more) then costs no memory. The legacy format cannot be mapped.
+        mmap=zipfile.is_zipfile(path),
     )
     return state, sorted(stubbed)
