@@ -33,11 +33,12 @@ setup(
     ),
     # Compatible ranges; constraints.txt pins the exact set CI tests.
     # TF-Text's binary matches one TensorFlow minor release, and the
-    # package builds on keras-hub's BERT internals: one minor of each.
+    # package builds on keras-hub's BERT internals and on Keras internals
+    # (tupe_tf/layers/keras_internals.py): one minor of each.
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",
-        "keras>=3.15,<4",
+        "keras>=3.15,<3.16",
         "keras-hub>=0.32,<0.33",
         "absl-py>=2.1,<3",
         "tensorboard>=2.21,<3",

@@ -13,9 +13,12 @@ when a pipeline runs.
 """
 
 import dataclasses
+import json
+import os
 import shlex
 
 from data_pipeline import corpus
+from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
@@ -101,6 +104,54 @@ def pipeline_options(runner, beam_options=None):
     if isinstance(beam_options, str):
         beam_options = shlex.split(beam_options)
     return PipelineOptions(list(beam_options or []) + [f"--runner={runner}"])
+
+
+def partitions(pipeline, beam, num_partitions):
+    """The pipelines' first steps: one element per partition, spread over
+    the workers."""
+    return (
+        pipeline
+        | "Partitions" >> beam.Create(list(range(num_partitions)))
+        | "Spread" >> beam.Reshuffle()
+    )
+
+
+def _result_path(result_dir, partition):
+    return os.path.join(result_dir, f"partition-{partition:05d}.json")
+
+
+def write_partition_result(result_dir, partition, result):
+    """Writes what partition `partition` reports to the launcher: a dict,
+    or the `UserError` its input was refused with (the user's error, not
+    the runner's: the launcher raises it)."""
+    if isinstance(result, UserError):
+        result = {"error": str(result)}
+    fileio.write_text_atomically(
+        _result_path(result_dir, partition), json.dumps(result)
+    )
+
+
+def read_partition_results(result_dir, num_partitions):
+    """The partitions' results, in partition order, once the pipeline ran.
+
+    Raises:
+      UserError: the refusal a partition reported (the first).
+      RuntimeError: a partition reported nothing.
+    """
+    results = []
+    for partition in range(num_partitions):
+        path = _result_path(result_dir, partition)
+        if not os.path.exists(path):
+            raise RuntimeError(
+                f"Partition {partition} of {num_partitions} reported "
+                "no result; nothing was published."
+            )
+        with open(path, encoding="utf-8") as f:
+            results.append(json.load(f))
+    for result in results:
+        if "error" in result:
+            raise UserError(result["error"])
+    return results
 
 
 def check_num_partitions(num_partitions):

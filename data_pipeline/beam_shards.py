@@ -30,7 +30,6 @@ it in the runner, and the launcher raises it (`UserError`), like the
 """
 
 import dataclasses
-import json
 import os
 
 from data_pipeline import beam_common
@@ -57,24 +56,31 @@ def owned_shards(partition, num_partitions, num_shards):
     return list(range(partition, num_shards, num_partitions))
 
 
-def _build_partition(
-    partition,
-    num_partitions,
-    config,
-    input_files,
-    tmp_paths,
-    result_dir,
-    partition_hook,
-):
-    """Tokenizes, packs and writes one partition; writes its result JSON."""
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What every partition of a run needs (Beam pickles it to the
+    workers): the checked config, the partition count, the input files,
+    the directory of the partitions' results and the test hook."""
+
+    config: shard_config.ShardConfig
+    num_partitions: int
+    input_files: list
+    result_dir: str
+    partition_hook: object = None
+
+
+def _build_partition(partition, run, tmp_paths):
+    """Tokenizes, packs and writes one partition of `run`; reports its
+    result."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
+    config, input_files = run.config, run.input_files
     vocabulary = vocab_lib.load_vocabulary(config.vocab_file)
     stats = corpus.CorpusStats()
     batches = beam_common.partition_line_batches(
         input_files,
         partition,
-        num_partitions,
+        run.num_partitions,
         stats,
         config.line_batch_size,
         text_input=config,
@@ -91,31 +97,29 @@ def _build_partition(
     partition_config = dataclasses.replace(
         config, seed=partition_seed(config.seed, partition)
     )
-    owned = owned_shards(partition, num_partitions, config.num_shards)
+    owned = owned_shards(partition, run.num_partitions, config.num_shards)
     options = tf.io.TFRecordOptions(compression_type=config.tf_compression)
     writers = [tf.io.TFRecordWriter(tmp_paths[j], options) for j in owned]
-    result_path = os.path.join(result_dir, f"partition-{partition:05d}.json")
     try:
         counts, unk_count, packer = shards.pack_and_write(
             token_batches, partition_config, vocabulary, writers
         )
     except UserError as e:
-        # Refused input is the user's error, not the runner's: reported to
-        # the launcher, which raises it (the same in every partition).
-        fileio.write_text_atomically(result_path, json.dumps({"error": str(e)}))
+        # The same in every partition; the launcher raises it.
+        beam_common.write_partition_result(run.result_dir, partition, e)
         return
     finally:
         for writer in writers:
             writer.close()
-    if partition_hook is not None:
-        partition_hook(partition)
+    if run.partition_hook is not None:
+        run.partition_hook(partition)
     result = {
         "shard_examples": dict(zip(owned, counts)),
         "unk_tokens": unk_count,
         "packing": dataclasses.asdict(packer.stats),
         "corpus": dataclasses.asdict(stats),
     }
-    fileio.write_text_atomically(result_path, json.dumps(result))
+    beam_common.write_partition_result(run.result_dir, partition, result)
 
 
 def build_shards_beam(
@@ -152,33 +156,24 @@ def build_shards_beam(
     ...     runner="DirectRunner", num_partitions=4)  # doctest: +SKIP
     """
     beam = beam_common.import_beam()
-    config.validate()
     beam_common.check_num_partitions(num_partitions)
     if num_partitions > config.num_shards:
         raise UserError(
             f"num_partitions ({num_partitions}) must be <= num_shards "
             f"({config.num_shards}): each partition writes its own shards."
         )
-    vocabulary, input_files = shards.preflight(config)
+    vocabulary, input_files = shards.preflight(config)  # validates `config`
     options = beam_common.pipeline_options(runner, beam_options)
     output_dir = os.fspath(config.output_dir)
-    names = shard_config.shard_names(config)
-    final_paths = [os.path.join(output_dir, n) for n in names]
     with fileio.made_directory(output_dir, "--output_dir"):
         with fileio.work_directory(
             output_dir, shard_outputs.BEAM_WORK_DIR_PREFIX
         ) as result_dir:
+            run = _Run(
+                config, num_partitions, input_files, result_dir, partition_hook
+            )
             shard_entries, results, packing_stats, unk_count = _run_pipeline(
-                beam,
-                options,
-                config,
-                num_partitions,
-                vocabulary,
-                input_files,
-                names,
-                final_paths,
-                result_dir,
-                partition_hook,
+                beam, options, run, vocabulary
             )
     manifest = manifest_lib.shard_manifest(
         config,
@@ -195,54 +190,24 @@ def build_shards_beam(
     return manifest
 
 
-def _run_pipeline(
-    beam,
-    options,
-    config,
-    num_partitions,
-    vocabulary,
-    input_files,
-    names,
-    final_paths,
-    result_dir,
-    partition_hook,
-):
+def _run_pipeline(beam, options, run, vocabulary):
     """Runs the pipeline and publishes the shards (not the manifest).
 
     Returns:
       `(shard_entries, partition_results, packing_stats, unk_count)`.
     """
-    output_dir = os.path.dirname(final_paths[0])
+    config, input_files = run.config, run.input_files
+    output_dir = os.fspath(config.output_dir)
+    names = shard_config.shard_names(config)
+    final_paths = [os.path.join(output_dir, n) for n in names]
     with fileio.atomic_files(final_paths) as tmp_paths:
         with beam.Pipeline(options=options) as pipeline:
-            _ = (
-                pipeline
-                | "Partitions" >> beam.Create(list(range(num_partitions)))
-                | "Spread" >> beam.Reshuffle()
-                | "BuildPartition"
-                >> beam.Map(
-                    _build_partition,
-                    num_partitions,
-                    config,
-                    input_files,
-                    tmp_paths,
-                    result_dir,
-                    partition_hook,
-                )
-            )
-        results = []
-        for partition in range(num_partitions):
-            path = os.path.join(result_dir, f"partition-{partition:05d}.json")
-            if not os.path.exists(path):
-                raise RuntimeError(
-                    f"Partition {partition} of {num_partitions} reported "
-                    "no result; nothing was published."
-                )
-            with open(path) as f:
-                results.append(json.load(f))
-        for result in results:
-            if "error" in result:
-                raise UserError(result["error"])
+            _ = beam_common.partitions(
+                pipeline, beam, run.num_partitions
+            ) | "BuildPartition" >> beam.Map(_build_partition, run, tmp_paths)
+        results = beam_common.read_partition_results(
+            run.result_dir, run.num_partitions
+        )
         counts = [0] * config.num_shards
         packing_stats = packing.PackingStats()
         unk_count = 0
@@ -271,6 +236,6 @@ def _run_pipeline(
         shard_outputs.remove_previous_outputs(
             output_dir,
             keep={os.path.basename(p) for p in tmp_paths}
-            | {os.path.basename(result_dir)},
+            | {os.path.basename(run.result_dir)},
         )
     return shard_entries, results, packing_stats, unk_count

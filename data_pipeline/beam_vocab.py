@@ -13,7 +13,6 @@ and the launching process share (local runs, NFS); object stores (gs://)
 are not supported yet.
 """
 
-import json
 import os
 
 from data_pipeline import beam_common
@@ -27,8 +26,6 @@ from tupe_tf.utils.errors import UserError
 # The pipeline's work directory, hidden in the output's directory.
 WORK_DIR_PREFIX = ".beam-vocab-"
 
-_ERROR_FILE = "error-{:05d}.txt"
-
 
 def _count_partition(
     partition,
@@ -40,9 +37,10 @@ def _count_partition(
     text_input=None,
     max_words=None,
 ):
-    """Word counts of one partition's documents; writes its corpus stats.
+    """Word counts of one partition's documents; reports its corpus stats
+    in `stats_dir`.
 
-    Input refused by `text_input` is reported in `stats_dir` (the launcher
+    Input refused by `text_input` is reported there instead (the launcher
     raises it; every partition reads the whole input, so all refuse it) and
     counts nothing.
     """
@@ -63,15 +61,12 @@ def _count_partition(
             max_words=max_words,
         )
     except UserError as e:
-        fileio.write_text_atomically(
-            os.path.join(stats_dir, _ERROR_FILE.format(partition)), str(e)
-        )
+        beam_common.write_partition_result(stats_dir, partition, e)
         return []
-    if partition == 0:  # Every partition reads the whole input.
-        fileio.write_text_atomically(
-            os.path.join(stats_dir, "corpus_stats.json"),
-            json.dumps(stats.__dict__),
-        )
+    # Every partition reads the whole input: the same stats in each.
+    beam_common.write_partition_result(
+        stats_dir, partition, {"corpus": stats.__dict__}
+    )
     return list(counts.items())
 
 
@@ -131,11 +126,11 @@ def build_vocabulary_beam(
     ...     lowercase=True, runner="DirectRunner")  # doctest: +SKIP
     """
     beam = beam_common.import_beam()
-    vocab_lib.check_vocab_size(vocab_size, reserved_tokens)
-    beam_common.check_num_partitions(num_partitions)
     if text_input is None:
         text_input = corpus.TextInputSettings()
-    text_input.validate()
+    text_input.validate()  # First: a `VocabConfig`'s flags are named.
+    vocab_lib.check_vocab_size(vocab_size, reserved_tokens)
+    beam_common.check_num_partitions(num_partitions)
     output_file = os.fspath(output_file)
     vocab_lib.check_output_file(output_file)
     input_files = corpus.resolve_input_files(
@@ -193,9 +188,7 @@ def _run_pipeline(
     learned = os.path.join(work_dir, "vocab.txt")
     with beam.Pipeline(options=options) as pipeline:
         _ = (
-            pipeline
-            | "Partitions" >> beam.Create(list(range(num_partitions)))
-            | "Spread" >> beam.Reshuffle()
+            beam_common.partitions(pipeline, beam, num_partitions)
             | "CountWords"
             >> beam.FlatMap(
                 _count_partition,
@@ -214,13 +207,8 @@ def _run_pipeline(
                 _learn, vocab_size, tuple(reserved_tokens), learned, max_words
             )
         )
-    for partition in range(num_partitions):
-        path = os.path.join(work_dir, _ERROR_FILE.format(partition))
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                raise UserError(f.read())
-    with open(os.path.join(work_dir, "corpus_stats.json")) as f:
-        stats = json.load(f)
+    results = beam_common.read_partition_results(work_dir, num_partitions)
+    stats = results[0]["corpus"]
     if not os.path.exists(learned):
         raise vocab_lib.no_words_error(input_files, stats["nonblank_lines"])
     interrupts.raise_if_interrupted()
@@ -229,17 +217,11 @@ def _run_pipeline(
 
 
 def build_from_config(config):
-    """`build_vocabulary_beam` with a validated `vocab.VocabConfig`'s
-    settings; returns its summary."""
-    config.validate()
+    """`build_vocabulary_beam` with a `vocab.VocabConfig`'s settings
+    (which it validates); returns its summary."""
     return build_vocabulary_beam(
-        config.input_patterns,
-        config.vocab_size,
-        config.output_file,
-        lowercase=config.lowercase,
+        **config.learning_arguments(),
         runner=config.runner,
         num_partitions=config.num_partitions,
         beam_options=config.beam_options,
-        text_input=config,
-        max_words=config.max_words,
     )

@@ -298,22 +298,29 @@ class VocabConfig(beam_common.BeamSettings, corpus.TextInputSettings):
                 f"got learner={self.learner!r}."
             )
 
+    def learning_arguments(self):
+        """The arguments of `build_vocabulary` and
+        `beam_vocab.build_vocabulary_beam` this config sets; they validate
+        it as their `text_input`, before their other checks."""
+        return dict(
+            input_patterns=self.input_patterns,
+            vocab_size=self.vocab_size,
+            output_file=self.output_file,
+            lowercase=self.lowercase,
+            text_input=self,
+            max_words=self.max_words,
+        )
+
     def build(self):
         """Learns the vocabulary on this machine; returns its summary.
 
         With `runner` set, `data_pipeline.beam_vocab.build_from_config`
         learns it on Apache Beam instead (`scripts/build_vocab.py` chooses).
         """
-        self.validate()
         return build_vocabulary(
-            self.input_patterns,
-            self.vocab_size,
-            self.output_file,
-            lowercase=self.lowercase,
+            **self.learning_arguments(),
             learn_params={"num_iterations": self.num_iterations},
             learner=self.learner,
-            text_input=self,
-            max_words=self.max_words,
         )
 
 
@@ -426,7 +433,9 @@ def build_vocabulary(
 def _check_arguments(
     learner, vocab_size, reserved_tokens, text_input, output_file
 ):
-    """`build_vocabulary`'s checks before it reads anything."""
+    """`build_vocabulary`'s checks before it reads anything: `text_input`
+    first (a `VocabConfig` is validated there, its flags named)."""
+    text_input.validate()
     if learner not in wordpiece_learner.LEARNERS:
         raise UserError(
             f"learner must be one of {', '.join(wordpiece_learner.LEARNERS)}, "
@@ -436,7 +445,6 @@ def _check_arguments(
     missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in reserved_tokens]
     if missing:
         raise UserError(f"reserved_tokens is missing {', '.join(missing)}.")
-    text_input.validate()
     check_output_file(output_file)
 
 

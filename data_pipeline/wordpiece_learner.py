@@ -23,6 +23,7 @@ import unicodedata
 
 import regex
 
+from data_pipeline import corpus
 from tupe_tf.utils.errors import UserError
 
 # TF-Text's learner keeps at most this many distinct characters
@@ -333,8 +334,6 @@ def count_file_words(
     Returns:
       A `collections.Counter` word -> count.
     """
-    from data_pipeline import corpus  # pylint: disable=g-import-not-at-top
-
     batches = corpus.text_line_batches(
         input_files,
         stats=stats,

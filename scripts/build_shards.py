@@ -24,6 +24,7 @@ import json
 import time
 
 from data_pipeline import beam_common
+from data_pipeline import beam_shards
 from data_pipeline import shards as shards_lib
 from tupe_tf.utils import cli
 from tupe_tf.utils import config_flags
@@ -49,8 +50,6 @@ def main(argv):
     # Timed from here: the shard building itself, without TensorFlow's import.
     start = time.time()
     if config.runner:
-        from data_pipeline import beam_shards  # pylint: disable=g-import-not-at-top
-
         manifest = beam_shards.build_shards_beam(
             config,
             runner=config.runner,

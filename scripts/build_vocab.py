@@ -19,6 +19,7 @@ them).
 import json
 import time
 
+from data_pipeline import beam_vocab
 from data_pipeline import vocab as vocab_lib
 from tupe_tf.utils import cli
 from tupe_tf.utils import config_flags
@@ -34,8 +35,6 @@ def main(argv):
     config = config_flags.config_from_flags(vocab_lib.VocabConfig)
     start = time.time()
     if config.runner:
-        from data_pipeline import beam_vocab
-
         result = beam_vocab.build_from_config(config)
     else:
         result = config.build()

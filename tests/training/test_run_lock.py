@@ -134,12 +134,12 @@ def test_each_worker_holds_a_lock_of_its_own_name(tmp_path):
     config = types.SimpleNamespace(model_dir=str(tmp_path))
 
     def strategy(task_id):
-        extended = types.SimpleNamespace(
-            _in_multi_worker_mode=lambda: True,
-            _task_type="worker",
-            _task_id=task_id,
+        return types.SimpleNamespace(
+            extended=types.SimpleNamespace(should_checkpoint=task_id == 0),
+            cluster_resolver=types.SimpleNamespace(
+                task_type="worker", task_id=task_id
+            ),
         )
-        return types.SimpleNamespace(extended=extended)
 
     with pretrain.hold_model_dir(config, strategy(0)) as chief:
         with pretrain.hold_model_dir(config, strategy(1)) as worker:

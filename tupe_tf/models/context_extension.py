@@ -30,6 +30,8 @@ Example:
 import numpy as np
 from keras_hub.layers import PositionEmbedding
 
+from tupe_tf.layers import keras_internals
+
 ABSOLUTE = "absolute"
 RELATIVE = "relative"
 
@@ -109,7 +111,7 @@ def length_tables(model):
     `sequence_length`) is declared here.
     """
     tables = {}
-    for layer in model._flatten_layers(include_self=False):
+    for layer in keras_internals.flatten_layers(model, include_self=False):
         declared = getattr(type(layer), "length_tables", None)
         if declared is None:
             declared = _FOREIGN_LENGTH_TABLES.get(type(layer), {})

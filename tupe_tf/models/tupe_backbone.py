@@ -1,5 +1,6 @@
 """A keras-hub BERT encoder with TUPE / DIET positional encodings."""
 
+import dataclasses
 import json
 import os
 import types
@@ -18,9 +19,9 @@ from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.position_encodings import validated_encoding
-from tupe_tf.utils.backbone_options import BACKBONE_OPTIONS
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
 from tupe_tf.utils.backbone_options import BackboneOptions
+from tupe_tf.utils.backbone_options import check_options
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 from tupe_tf.version import __version__
 
@@ -169,15 +170,29 @@ class TupeBackbone(Backbone):
     ):
         # A misspelt option must not silently build the default model.
         refuse_unknown_keywords(TupeBackbone, kwargs)
-        # Every BACKBONE_OPTIONS argument, by name (one list of them).
-        options = {
-            name: value
-            for name, value in locals().items()
-            if name in OPTION_DEFAULTS
-        }
+        options = BackboneOptions(
+            dropout=dropout,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            position_encoding=position_encoding,
+            untie_cls=untie_cls,
+            segment_encoding=segment_encoding,
+            position_rank=position_rank,
+            position_sharing=position_sharing,
+            relative_buckets=relative_buckets,
+            relative_max_distance=relative_max_distance,
+            rope_max_wavelength=rope_max_wavelength,
+            layer_norm_epsilon=layer_norm_epsilon,
+            intermediate_activation=intermediate_activation,
+            cls_relative=cls_relative,
+            rope_scaling=rope_scaling,
+            rope_scaling_factor=rope_scaling_factor,
+            rope_trained_length=rope_trained_length,
+            shaw_max_distance=shaw_max_distance,
+        )
         # === Validation: refuse bad combinations before building anything ===
-        for option in BACKBONE_OPTIONS:
-            option.check(options[option.name])
+        check_options(options)
+        options = dataclasses.asdict(options)
         if hidden_dim % num_heads:
             raise ValueError(
                 f"`hidden_dim` must be divisible by `num_heads`. Received: "

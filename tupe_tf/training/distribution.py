@@ -128,17 +128,10 @@ def _create_tpu_strategy(tpu):
 
 
 def is_chief(strategy):
-    """True on the worker that writes shared outputs (checkpoints, preset)."""
-    extended = strategy.extended
-    if not getattr(extended, "_in_multi_worker_mode", lambda: False)():
-        return True
-    task_type = extended._task_type  # Set from TF_CONFIG by the strategy.
-    task_id = extended._task_id
-    return (
-        task_type is None
-        or (task_type == "chief")
-        or (task_type == "worker" and task_id == 0)
-    )
+    """True on the worker that writes shared outputs (checkpoints, preset):
+    the strategy's `should_checkpoint` (the chief, or worker 0 of a
+    cluster without one; every single-worker strategy)."""
+    return strategy.extended.should_checkpoint
 
 
 def worker_dir(path, strategy):
@@ -149,7 +142,7 @@ def worker_dir(path, strategy):
     """
     if is_chief(strategy):
         return path
-    task_id = strategy.extended._task_id
+    task_id = strategy.cluster_resolver.task_id
     return os.path.join(
         os.path.dirname(os.path.abspath(path)),
         f".worker{task_id}_" + os.path.basename(os.path.abspath(path)),

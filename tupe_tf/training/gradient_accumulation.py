@@ -12,7 +12,8 @@ all-reduce and loss scaling happen once per update, as without it.
 
 import keras
 import tensorflow as tf
-from keras.src.losses import loss as loss_module
+
+from tupe_tf.layers import keras_internals
 
 
 class GradientAccumulation:
@@ -66,15 +67,11 @@ class GradientAccumulation:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            loss = model._compute_loss(
-                x=x,
-                y=y,
-                y_pred=y_pred,
-                sample_weight=sample_weight,
-                training=True,
+            loss = keras_internals.compute_loss(
+                model, x, y, y_pred, sample_weight
             )
-            model._loss_tracker.update_state(
-                loss_module.unscale_loss_for_distribution(loss),
+            keras_internals.loss_tracker(model).update_state(
+                keras_internals.unscale_loss_for_distribution(loss),
                 sample_weight=tf.shape(keras.tree.flatten(x)[0])[0],
             )
             loss = model.optimizer.scale_loss(loss)

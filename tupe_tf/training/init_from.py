@@ -31,9 +31,15 @@ import dataclasses
 import os
 from typing import Optional
 
+import keras_hub
+
+from tupe_tf.models.bert_weights import load_bert_weights
+from tupe_tf.models.context_extension import copy_weights
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.preset_check import read_preset_json
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_masked_lm import TupeMaskedLM
 from tupe_tf.utils.errors import UserError
 
 TUPE_TF = "tupe-tf"
@@ -274,24 +280,14 @@ def initialize(model, source):
 
 
 def _from_tupe_tf(model, source):
-    import tupe_tf
-    from tupe_tf.models.context_extension import copy_weights
-
     if source.has_head:
-        trained = tupe_tf.TupeMaskedLM.from_preset(
-            source.path, preprocessor=None
-        )
+        trained = TupeMaskedLM.from_preset(source.path, preprocessor=None)
     else:
-        trained = tupe_tf.TupeBackbone.from_preset(source.path)
+        trained = TupeBackbone.from_preset(source.path)
     return copy_weights(trained, model, source.trained_length)
 
 
 def _from_bert(model, source):
-    import keras_hub
-
-    import tupe_tf
-    from tupe_tf.models.context_extension import copy_weights
-
     bert = keras_hub.models.BertBackbone.from_preset(source.path)
     backbone = model.backbone
     grown = {}
@@ -306,6 +302,6 @@ def _from_bert(model, source):
         grown_bert = keras_hub.models.BertBackbone.from_config(config)
         grown, _ = copy_weights(bert, grown_bert, source.trained_length)
         bert = grown_bert
-    new = tupe_tf.load_bert_weights(backbone, bert)
+    new = load_bert_weights(backbone, bert)
     head = [v.path for v in model.weights if v.path.startswith("mlm_head/")]
     return grown, sorted({v.path for v in new} | set(head))

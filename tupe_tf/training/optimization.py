@@ -3,6 +3,7 @@ Table 2."""
 
 import keras
 
+from tupe_tf.layers import keras_internals
 from tupe_tf.training.lamb import Lamb
 
 OPTIMIZER_CLASSES = {"adamw": keras.optimizers.AdamW, "lamb": Lamb}
@@ -75,7 +76,7 @@ def weight_decay_exclusions(model):
         A list of variables.
     """
     excluded = {}
-    for layer in model._flatten_layers(include_self=True, recursive=True):
+    for layer in keras_internals.flatten_layers(model):
         if isinstance(layer, keras.layers.LayerNormalization):
             for variable in layer.weights:
                 excluded[id(variable)] = variable

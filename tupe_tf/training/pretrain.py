@@ -22,6 +22,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.training import distribution
 from tupe_tf.training import init_from
 from tupe_tf.training import multi_worker
@@ -359,16 +360,12 @@ def publish(run, model, manager, start, outcome, eval_results):
     `start` is `(start_step, init_from)`: the step this process started
     from and where the run's weights came from (`run_record`'s start).
     """
-    import tupe_tf
-
     config = run.config
     preset_dir = distribution.worker_dir(config.preset_dir, run.strategy)
     pretrain_model.save_preset_atomically(
         pretrain_model.float32_model(model, run),
         preset_dir,
-        lambda: tupe_tf.TupeTokenizer(
-            vocabulary=config.vocab_file, lowercase=True
-        ),
+        lambda: TupeTokenizer(vocabulary=config.vocab_file, lowercase=True),
         config.seq_length,
     )
     if not run.chief:

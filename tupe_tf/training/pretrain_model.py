@@ -13,6 +13,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_masked_lm import TupeMaskedLM
+from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training import init_from
@@ -26,12 +29,8 @@ from tupe_tf.utils.errors import UserError
 
 def build_masked_lm(config, vocabulary_size):
     """An uncompiled `tupe_tf.TupeMaskedLM` for `config.model`."""
-    import tupe_tf
-
-    backbone = tupe_tf.TupeBackbone(
-        **config.model.backbone_kwargs(vocabulary_size)
-    )
-    model = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    backbone = TupeBackbone(**config.model.backbone_kwargs(vocabulary_size))
+    model = TupeMaskedLM(backbone, preprocessor=None)
     if keras.config.dtype_policy().name.startswith("mixed"):
         # keras-hub 0.32's MaskedLMHead (autocast=False) adds its float32 bias
         # to float16/bfloat16 logits and fails; a float32 head works and keeps
@@ -234,12 +233,10 @@ def save_preset_atomically(model, preset_dir, tokenizer_fn, seq_length):
     The preset appears at `preset_dir` complete or not at all; an existing
     preset is replaced only once the new one is fully written.
     """
-    import tupe_tf
-
     previous = model.preprocessor
     with fileio.atomic_directory(preset_dir, overwrite=True) as tmp_dir:
         try:
-            model.preprocessor = tupe_tf.TupeMaskedLMPreprocessor(
+            model.preprocessor = TupeMaskedLMPreprocessor(
                 tokenizer_fn(), sequence_length=seq_length
             )
             model.save_to_preset(tmp_dir)

@@ -25,8 +25,10 @@ from typing import Optional
 from typing import Tuple
 
 from tupe_tf.utils.settings import Range
+from tupe_tf.utils.settings import SettingError
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
+from tupe_tf.utils.settings import check_settings
 from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import setting
 from tupe_tf.utils.settings import unwrap_optional
@@ -96,26 +98,6 @@ class BackboneOption:
     help: str
     choices: Optional[Tuple[str, ...]] = None
     valid: Optional[Range] = None
-
-    def check(self, value):
-        """Refuses a backbone argument outside its choices or range (`None`
-        stands for the backbone's derived default).
-
-        Raises:
-            ValueError: naming the argument, as keras-hub's layers do.
-        """
-        if value is None:
-            return
-        if self.choices is not None and value not in self.choices:
-            raise ValueError(
-                f"`{self.name}` must be one of {self.choices}. Received: "
-                f"{self.name}={value!r}"
-            )
-        if self.valid is not None and value not in self.valid:
-            raise ValueError(
-                f"`{self.name}` must be {self.valid}. Received: "
-                f"{self.name}={value!r}"
-            )
 
 
 @dataclasses.dataclass
@@ -243,6 +225,23 @@ class BackboneOptions:
         ),
         valid=at_least(1),
     )
+
+
+def check_options(options):
+    """Refuses a `BackboneOptions` value outside its choices, type or range
+    with the check of the settings (`check_settings`; `None` stands for the
+    backbone's derived default).
+
+    Raises:
+        ValueError: naming the argument, as keras-hub's layers do.
+    """
+    try:
+        check_settings(options)
+    except SettingError as error:
+        raise ValueError(
+            f"`{error.name}` must be {error.requirement}. Received: "
+            f"{error.name}={error.value!r}"
+        ) from error
 
 
 def _option(field):

@@ -236,6 +236,24 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
+class SettingError(UserError):
+    """A setting outside its declared choices, type or range
+    (`check_settings`).
+
+    Attributes:
+        name: the field's name.
+        value: the value refused.
+        requirement: what a value must be (`"one of [...]"`, `">= 1"`,
+            `"an int >= 1"`).
+    """
+
+    def __init__(self, message, name, value, requirement):
+        super().__init__(message)
+        self.name = name
+        self.value = value
+        self.requirement = requirement
+
+
 def _configs_in(config):
     """`config` and every `Settings` nested in it, outer ones first."""
     yield config
@@ -256,10 +274,10 @@ def check_settings(config, flag_names=None):
             whose outer config renames its flags (`nested`).
 
     Raises:
-        UserError: `--name='value' is not one of [...]`, `--name=value is
-            out of range: it must be <range>.` (a setting without a flag is
-            named without the dashes), or `--name=value is not an int` (or
-            `a number`).
+        SettingError: `--name='value' is not one of [...]`, `--name=value
+            is out of range: it must be <range>.` (a setting without a flag
+            is named without the dashes), or `--name=value is not an int`
+            (or `a number`).
     """
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
@@ -272,7 +290,12 @@ def check_settings(config, flag_names=None):
         name = setting_name(field, flag_names)
         choices = field.metadata.get("choices")
         if choices is not None and value not in choices:
-            raise UserError(f"{name}={value!r} is not one of {list(choices)}.")
+            raise SettingError(
+                f"{name}={value!r} is not one of {list(choices)}.",
+                field.name,
+                value,
+                f"one of {list(choices)}",
+            )
         valid = field.metadata.get("valid")
         if valid is None:
             continue
@@ -280,19 +303,25 @@ def check_settings(config, flag_names=None):
         integral = int in (annotation, list_element_type(annotation))
         elements = value if isinstance(value, (list, tuple)) else [value]
         for element in elements:
-            _check_number(name, element, valid, integral)
+            _check_number(field.name, name, element, valid, integral)
 
 
-def _check_number(name, value, valid, integral):
+def _check_number(field, name, value, valid, integral):
     kind = (int,) if integral else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise UserError(
-            f"{name}={value!r} is not {'an int' if integral else 'a number'}: "
-            f"it must be {valid}."
+        expected = "an int" if integral else "a number"
+        raise SettingError(
+            f"{name}={value!r} is not {expected}: it must be {valid}.",
+            field,
+            value,
+            f"{expected} {valid}",
         )
     if value not in valid:
-        raise UserError(
-            f"{name}={number_text(value)} is out of range: it must be {valid}."
+        raise SettingError(
+            f"{name}={number_text(value)} is out of range: it must be {valid}.",
+            field,
+            value,
+            str(valid),
         )
 
 
