@@ -3,17 +3,15 @@
 `<model_dir>/checkpoints/run.json` holds the run's `PretrainConfig`, the
 training shards' fingerprint and where its weights started (`--init_from`,
 `init_from.initialize`'s record, or `None` for fresh weights). A new run
-writes it; a resume is checked against it, then rewrites it with the
-settings it may change (`--num_train_steps`, the learning-rate schedule,
-the intervals; docs/training.md).
+writes it; a resume is checked against it and rewrites it.
 
-A resume is refused, naming the flag and the recorded value, when it
-changes what the checkpoints hold or the data a step sees: a resumed run
-skips the batches already trained on by counting them, which continues the
-first run's data stream only with the same `DATA_SETTINGS` and shards, and
-the optimizer state belongs to the recorded `--optimizer`. An
-`--init_from` other than the recorded start is refused too. Checkpoints
-without a record resume as they are.
+A resume may change the length, the learning-rate schedule and the
+intervals (docs/training.md), not the `FIXED` settings: it skips the
+batches already trained on by counting them, which continues the data
+stream only with the same `DATA_SETTINGS` and shards, and the checkpoints
+hold the state of the recorded `--optimizer`. Nor may its `--init_from`
+contradict the recorded start. Checkpoints without a record resume as
+they are.
 
 Example:
 >>> check_or_record(run, resumed=start_step > 0)  # doctest: +SKIP
@@ -40,6 +38,13 @@ DATA_SETTINGS = (
 FINGERPRINT = "train_files_fingerprint"
 START = "started_from"
 
+# What a resume may not change: {flag: where the record keeps it}.
+FIXED = {
+    **{f"--{name}": (name,) for name in DATA_SETTINGS},
+    "--train_files": (FINGERPRINT,),
+    "--optimizer": ("optimizer", "algorithm"),
+}
+
 
 class ChangedRunError(UserError):
     """A resume with other data settings or another optimizer than the
@@ -60,14 +65,6 @@ def shards_fingerprint(train_files):
             }
         digests.append(manifests[directory][os.path.basename(path)])
     return fileio.sha256_hex("\n".join(digests).encode())
-
-
-# What a resume may not change: {flag: where the record keeps it}.
-FIXED = {
-    **{f"--{name}": (name,) for name in DATA_SETTINGS},
-    "--train_files": (FINGERPRINT,),
-    "--optimizer": ("optimizer", "algorithm"),
-}
 
 
 def record_path(config):
