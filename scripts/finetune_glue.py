@@ -1,9 +1,12 @@
 r"""Fine-tunes a pre-trained TUPE preset on a GLUE task (absl flags).
 
-TUPE Table 2 recipe by default: learning rates {2e-5, 3e-5, 4e-5, 5e-5},
-batch 32, warm-up ratio 0.06, linear decay, 10 epochs, 5 seeds, median over
-seeds reported. Data from TFDS `glue/<task>` or, offline, an official-layout
-GLUE TSV directory:
+Above hidden size 512, or with --recipe=tupe_paper, the TUPE authors'
+recipe (guolinke/TUPE README; `PAPER_FINETUNE_*` in
+tupe_tf/training/config.py): every learning rate x 5 seeds, the median over
+seeds reported. A preset converted from their checkpoint
+(scripts/convert_fairseq_checkpoint.py --bpe_codes) tokenizes and packs
+sentences as their pipeline does. Data from TFDS `glue/<task>` or, offline,
+an official-layout GLUE TSV directory:
 
   python scripts/finetune_glue.py --task=cola \
       --preset=runs/default/model/preset --glue_dir=../shared/data/glue

@@ -1,7 +1,10 @@
 """Loads tupe-tf exports in a fresh process and checks them (see
 test_loading_in_fresh_process.py, which runs this file as a script).
 
-Usage: python fresh_process_checks.py {keras3|tf_keras} REFERENCE.npz
+Usage: python fresh_process_checks.py {encoder|keras3|tf_keras} REFERENCE.npz
+
+`encoder` checks the hub encoder alone (`keras3` does, then the
+preprocessor and serving exports).
 
 REFERENCE.npz holds the export paths and the in-memory results. Exits
 non-zero (with the assertion) on the first mismatch; prints one `OK <check>`
@@ -76,7 +79,8 @@ def check_trainable_model(model, inputs, ref, variables, what, gradients_what):
     )
 
 
-def keras3_checks(ref):
+def encoder_checks(ref):
+    """The hub encoder on token ids, loaded three ways (Keras 3)."""
     import keras
 
     import tupe_tf.hub
@@ -111,6 +115,13 @@ def keras3_checks(ref):
         "tupe_tf.hub.load encoder in a Keras 3 model",
         "Keras 3 gradients reach every encoder variable",
     )
+    return encoder
+
+
+def keras3_checks(ref):
+    import tupe_tf.hub
+
+    encoder = encoder_checks(ref)
 
     # 4. Preprocessor + encoder on raw text, as the in-memory pipeline.
     preprocessor = tupe_tf.hub.load(str(ref["preprocessor"]))
@@ -202,6 +213,9 @@ def tf_keras_checks(ref):
 
 if __name__ == "__main__":
     reference = dict(np.load(sys.argv[2], allow_pickle=False))
-    {"keras3": keras3_checks, "tf_keras": tf_keras_checks}[sys.argv[1]](
-        reference
-    )
+    checks = {
+        "encoder": encoder_checks,
+        "keras3": keras3_checks,
+        "tf_keras": tf_keras_checks,
+    }
+    checks[sys.argv[1]](reference)

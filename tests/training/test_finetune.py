@@ -7,6 +7,11 @@ import shutil
 import numpy as np
 import pytest
 
+from tests.converted_preset import DICTIONARY as CONVERTED_DICTIONARY
+from tests.converted_preset import FIXTURES as CONVERTED_FIXTURES
+from tests.converted_preset import PAD_ID as CONVERTED_PAD_ID
+from tests.converted_preset import WORDS as CONVERTED_WORDS
+from tests.converted_preset import converted_preset
 from tests.training.conftest import FINETUNE_SCRIPT
 from tests.training.conftest import SHARED_GLUE
 from tests.training.conftest import run_script
@@ -17,6 +22,7 @@ from tupe_tf.training.finetune import _features
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.finetune import summarize_runs
 
+CONVERTED_CHECKPOINT = os.path.join(CONVERTED_FIXTURES, "tupe-r_fp32_zip.pt")
 # One learning rate, one seed, one epoch.
 ONE_SHORT_RUN = dict(learning_rates=[1e-3], seeds=[0], num_epochs=1, verbose=0)
 
@@ -267,6 +273,148 @@ def test_recipe_defaults_come_from_the_preset_size(tmp_path, tiny_preset):
     validate_glue_config(config)
     assert config.learning_rates == [2e-5, 3e-5, 4e-5, 5e-5]
     assert config.num_epochs == 2  # given: kept
+    assert config.recipe == "tupe_paper"
+
+
+@pytest.mark.parametrize(
+    "task, epochs", [("qnli", 5), ("mnli", 5), ("rte", 10)]
+)
+def test_paper_recipe_on_request_with_their_epochs_per_task(
+    tmp_path, tiny_preset, task, epochs
+):
+    from tupe_tf.training.finetune import validate_glue_config
+
+    config = GlueConfig(
+        task=task,
+        preset=tiny_preset,
+        seq_length=16,
+        recipe="tupe_paper",
+        output_dir=str(tmp_path),
+    )
+    validate_glue_config(config)  # hidden size 32, the paper's all the same
+    assert config.learning_rates == [2e-5, 3e-5, 4e-5, 5e-5]
+    assert config.num_epochs == epochs
+    assert (config.batch_size, len(config.seeds)) == (32, 5)
+    optimizer = config.optimizer
+    assert (optimizer.warmup_ratio, optimizer.weight_decay) == (0.06, 0.01)
+    assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (
+        0.9,
+        0.999,
+        1e-6,
+    )
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """The authors' fixture checkpoint converted with BPE codes."""
+    pytest.importorskip("torch")
+    pytest.importorskip("sacremoses")
+    return converted_preset(str(tmp_path_factory.mktemp("converted")))
+
+
+@pytest.fixture(scope="module")
+def their_words_glue_dir(tmp_path_factory):
+    """An MRPC-layout task in words of the converted preset's dictionary."""
+    root = tmp_path_factory.mktemp("glue_their_words")
+    (root / "MRPC").mkdir()
+    lines = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
+    for i in range(12):
+        first = " ".join(CONVERTED_WORDS[j % 14] for j in range(i, i + 4))
+        lines.append(f"{i % 2}\t{i}\t{i}\t{first} .\tHe was at the {i % 3}")
+    for split in ("train", "dev"):
+        (root / "MRPC" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    return str(root)
+
+
+def test_converted_preset_packs_as_their_fine_tuning(
+    converted, their_words_glue_dir
+):
+    import tupe_tf
+    from data_pipeline import glue
+    from tupe_tf.models.fairseq_dictionary import read_fairseq_dictionary
+    from tupe_tf.training.finetune import preset_preprocessor
+
+    preprocessor = preset_preprocessor(converted, 24)
+    assert isinstance(
+        preprocessor, tupe_tf.TupeFairseqTextClassifierPreprocessor
+    )
+    split = glue.load_glue("mrpc", "train", glue_dir=their_words_glue_dir)
+    features, _ = next(iter(_features(split, preprocessor, 2, False, 0)))
+    ids = read_fairseq_dictionary(CONVERTED_DICTIONARY).index
+    first = [ids(w) for w in split.sentences[0][0].split()]
+    # Lowercased; "0" is not in the dictionary (<unk>=3).
+    second = [ids(w) for w in "he was at the".split()] + [3]
+    packed = [0, *first, 2, 2, *second, 2]
+    expected = packed + [CONVERTED_PAD_ID] * (24 - len(packed))
+    assert features["token_ids"].numpy()[0].tolist() == expected
+    assert features["padding_mask"].numpy()[0].tolist() == [
+        i < len(packed) for i in range(24)
+    ]
+
+
+def test_converted_preset_without_bpe_codes_is_refused(
+    tmp_path, their_words_glue_dir
+):
+    pytest.importorskip("torch")
+    from tupe_tf.convert.convert_checkpoint import convert_fairseq_checkpoint
+    from tupe_tf.utils.errors import UserError
+
+    preset = str(tmp_path / "preset")
+    convert_fairseq_checkpoint(
+        CONVERTED_CHECKPOINT, CONVERTED_DICTIONARY, preset
+    )
+    config = GlueConfig(
+        task="mrpc",
+        preset=preset,
+        glue_dir=their_words_glue_dir,
+        output_dir=str(tmp_path / "out"),
+        seq_length=16,
+    )
+    with pytest.raises(UserError, match=r"no tokenizer .*--bpe_codes"):
+        run_glue(config)
+    assert not (tmp_path / "out" / "mrpc" / "results.json").exists()
+
+
+@pytest.mark.large
+def test_script_fine_tunes_a_converted_preset_with_their_recipe(
+    tmp_path, converted, their_words_glue_dir
+):
+    run = run_script(
+        FINETUNE_SCRIPT,
+        [
+            "--task=mrpc",
+            f"--preset={converted}",
+            f"--glue_dir={their_words_glue_dir}",
+            f"--output_dir={tmp_path}",
+            "--recipe=tupe_paper",
+            "--learning_rates=5e-5",
+            "--seeds=0",
+            "--num_epochs=1",
+            "--batch_size=4",
+            "--seq_length=24",
+            "--nojit_compile",
+        ],
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "mrpc" / "results.json").read_text())
+    assert results["recipe"] == {
+        "name": "tupe_paper",
+        "batch_size": 4,
+        "num_epochs": 1,
+        "warmup_ratio": 0.06,
+        "weight_decay": 0.01,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "epsilon": 1e-6,
+        "clipnorm": 1.0,
+        "seq_length": 24,
+        "learning_rates": [5e-5],
+        "seeds": [0],
+        "mixed_precision": "float32",
+    }
+    (only,) = results["runs"]
+    assert len(only["train_loss"]) == 1 and np.isfinite(only["train_loss"][0])
+    assert set(only["dev"]["validation"]) == {"accuracy", "f1"}
 
 
 @pytest.mark.large

@@ -9,6 +9,7 @@ import keras_hub
 
 from tupe_tf.models.preset_check import check_preset
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 from tupe_tf.version import __version__
@@ -29,7 +30,7 @@ class LoadedPreset:
     Attributes:
         preset_dir: str. The directory.
         metadata: dict. Its `metadata.json`.
-        tokenizer: a `tupe_tf.TupeTokenizer`.
+        tokenizer: a `tupe_tf.TupeTokenizer`, or `None` (not loaded).
         backbone: a `tupe_tf.TupeBackbone` (the classifier's, for a
             classifier preset).
         classifier: a `keras_hub.models.TextClassifier` or `None` (backbone
@@ -68,31 +69,28 @@ def _task_class(preset_dir):
     return task_cls
 
 
-def load_preset(preset_dir):
-    """Checks and loads a preset for export.
-
-    A preset whose `task.json` names a `keras_hub.models.TextClassifier`
-    exports as a classifier; any other preset (backbone, masked LM) exports
-    its backbone.
-
-    Args:
-        preset_dir: str. A directory written by `save_to_preset`.
-
-    Returns:
-        A `LoadedPreset`.
+def _graph_tokenizer(preset_dir):
+    """The preset's `TupeTokenizer`, whose steps are TensorFlow ops.
 
     Raises:
-        UserError: (a `ValueError`) naming the directory and the problem
-            (missing directory or file, other tupe-tf version, not a
-            `TupeBackbone`).
-
-    Example:
-    ```python
-    preset = tupe_tf.export.load_preset("runs/sst2/preset")
-    preset.kind  # "classifier"
-    ```
+        UserError: no tokenizer, or one whose steps run in Python (the
+            TUPE authors' pipeline, in a converted checkpoint's preset).
     """
-    metadata = check_preset(preset_dir)
+    config_path = os.path.join(preset_dir, _TOKENIZER_FILES[0])
+    if os.path.exists(config_path):
+        with open(config_path) as config_file:
+            registered = json.load(config_file).get("registered_name")
+        tokenizer_cls = keras.saving.get_registered_object(registered)
+        if tokenizer_cls is not None and not issubclass(
+            tokenizer_cls, TupeTokenizer
+        ):
+            raise UserError(
+                f"Preset {preset_dir!r} has a {tokenizer_cls.__name__}, "
+                "whose steps run in Python (Moses, fastBPE), not as graph "
+                "ops, so it cannot go into a SavedModel. Export "
+                "--format=hub_encoder and feed it the token ids of the "
+                "tokenizer, in Python."
+            )
     missing = [
         name
         for name in _TOKENIZER_FILES
@@ -104,7 +102,37 @@ def load_preset(preset_dir):
             "Export needs the vocabulary; save the preset from a task with a "
             "preprocessor, or save the tokenizer with `save_to_preset`."
         )
-    tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset_dir)
+    return keras_hub.tokenizers.Tokenizer.from_preset(preset_dir)
+
+
+def load_preset(preset_dir, with_tokenizer=True):
+    """Checks and loads a preset for export.
+
+    A preset whose `task.json` names a `keras_hub.models.TextClassifier`
+    exports as a classifier; any other preset (backbone, masked LM) exports
+    its backbone.
+
+    Args:
+        preset_dir: str. A directory written by `save_to_preset`.
+        with_tokenizer: bool. Load the tokenizer (the text formats need
+            it; the encoder on token ids does not).
+
+    Returns:
+        A `LoadedPreset` (its `tokenizer` None without `with_tokenizer`).
+
+    Raises:
+        UserError: (a `ValueError`) naming the directory and the problem
+            (missing directory or file, other tupe-tf version, not a
+            `TupeBackbone`, a tokenizer that is not graph ops).
+
+    Example:
+    ```python
+    preset = tupe_tf.export.load_preset("runs/sst2/preset")
+    preset.kind  # "classifier"
+    ```
+    """
+    metadata = check_preset(preset_dir)
+    tokenizer = _graph_tokenizer(preset_dir) if with_tokenizer else None
     task_cls = _task_class(preset_dir)
     classifier = None
     if task_cls is not None and issubclass(

@@ -70,7 +70,9 @@ def export_preset(
             f"Export directory {os.path.abspath(export_dir)!r} already "
             "exists. Pass --overwrite (overwrite=True) to replace it."
         )
-    preset = export_lib.load_preset(preset_dir)
+    preset = export_lib.load_preset(
+        preset_dir, with_tokenizer=export_format != "hub_encoder"
+    )
     if seq_length > preset.backbone.max_sequence_length:
         raise UserError(
             f"`seq_length={seq_length}` exceeds the preset's "

@@ -34,9 +34,28 @@ SMALL_PRETRAIN_LEARNING_RATE = 1e-3
 PAPER_PRETRAIN_LEARNING_RATE = 1e-4
 SMALL_FINETUNE_HIDDEN_DIM = 512  # `tiny`, `mini`, `small`
 SMALL_FINETUNE_RECIPE = {"learning_rates": (1e-3,), "num_epochs": 3}
+# The TUPE authors' GLUE fine-tuning (guolinke/TUPE README, "Fine-Tuning"):
+# every rate x 5 seeds, the median per rate, the best rate's median. Their
+# Adam and schedule are `GlueConfig`'s defaults whatever the recipe.
 PAPER_FINETUNE_RECIPE = {
     "learning_rates": (2e-5, 3e-5, 4e-5, 5e-5),
     "num_epochs": 10,
+}
+# Their shorter runs on the three largest tasks.
+PAPER_FINETUNE_EPOCHS_BY_TASK = {"mnli": 5, "qnli": 5, "qqp": 5}
+PAPER_FINETUNE_OPTIMIZER = {
+    "warmup_ratio": 0.06,
+    "weight_decay": 0.01,
+    "beta_1": 0.9,
+    "beta_2": 0.999,
+    "epsilon": 1e-6,
+    "clipnorm": 1.0,
+}
+PAPER_FINETUNE_BATCH_SIZE = 32
+PAPER_FINETUNE_SEEDS = (0, 1, 2, 3, 4)
+FINETUNE_RECIPES = {
+    "tupe_paper": PAPER_FINETUNE_RECIPE,
+    "small": SMALL_FINETUNE_RECIPE,
 }
 
 
@@ -47,11 +66,27 @@ def default_pretrain_learning_rate(hidden_dim):
     return PAPER_PRETRAIN_LEARNING_RATE
 
 
-def default_finetune_recipe(hidden_dim):
-    """`{learning_rates, num_epochs}` when the flags are not given."""
-    if hidden_dim <= SMALL_FINETUNE_HIDDEN_DIM:
-        return dict(SMALL_FINETUNE_RECIPE)
-    return dict(PAPER_FINETUNE_RECIPE)
+def default_finetune_recipe_name(hidden_dim):
+    """The key of `FINETUNE_RECIPES` for a preset of this hidden size."""
+    return "small" if hidden_dim <= SMALL_FINETUNE_HIDDEN_DIM else "tupe_paper"
+
+
+def default_finetune_recipe(hidden_dim, task=None, recipe=None):
+    """`{learning_rates, num_epochs}` when the flags are not given.
+
+    Args:
+        hidden_dim: the preset's hidden size, which picks the recipe when
+            `recipe` is None (`default_finetune_recipe_name`).
+        task: the GLUE task, whose epochs the paper's recipe sets.
+        recipe: a key of `FINETUNE_RECIPES`, or None.
+    """
+    recipe = recipe or default_finetune_recipe_name(hidden_dim)
+    values = dict(FINETUNE_RECIPES[recipe])
+    if recipe == "tupe_paper":
+        values["num_epochs"] = PAPER_FINETUNE_EPOCHS_BY_TASK.get(
+            task, values["num_epochs"]
+        )
+    return values
 
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -391,7 +426,8 @@ GLUE_TASKS = glue.TASK_NAMES
 @refuses_unknown_fields
 @dataclasses.dataclass
 class GlueConfig(Settings):
-    """Everything `run_glue` needs. Defaults follow TUPE Table 2.
+    """Everything `run_glue` needs. Defaults follow the TUPE authors'
+    fine-tuning (`PAPER_FINETUNE_*`; `recipe` picks the rates and epochs).
 
     Help: field metadata. Results go to `<output_dir>/<task>/results.json`.
     """
@@ -418,31 +454,42 @@ class GlueConfig(Settings):
         help="Tokens per example (sentence pairs included).",
         valid=at_least(3),
     )
+    recipe: Optional[str] = setting(
+        None,
+        help="Learning rates and epochs where --learning_rates and "
+        "--num_epochs are not given: tupe_paper (the TUPE authors': "
+        f"{list(PAPER_FINETUNE_RECIPE['learning_rates'])}, "
+        f"{PAPER_FINETUNE_RECIPE['num_epochs']} epochs, "
+        + ", ".join(
+            f"{k} {v}" for k, v in PAPER_FINETUNE_EPOCHS_BY_TASK.items()
+        )
+        + ") or small "
+        f"({list(SMALL_FINETUNE_RECIPE['learning_rates'])}, "
+        f"{SMALL_FINETUNE_RECIPE['num_epochs']} epochs, measured on tiny). "
+        f"Default: small up to hidden size {SMALL_FINETUNE_HIDDEN_DIM} "
+        "(tiny, mini, small), tupe_paper above.",
+        choices=tuple(FINETUNE_RECIPES),
+    )
     learning_rates: Optional[Sequence[float]] = setting(
         None,
-        help="Learning rates swept (one run each per seed; default by the "
-        f"preset's hidden size: {list(SMALL_FINETUNE_RECIPE['learning_rates'])} "
-        f"up to {SMALL_FINETUNE_HIDDEN_DIM} (tiny, mini, small), "
-        f"{list(PAPER_FINETUNE_RECIPE['learning_rates'])} above, the paper's).",
+        help="Learning rates swept, one run each per seed (default: "
+        "--recipe's).",
         element_type=float,
         valid=greater_than(0),
     )
     seeds: Sequence[int] = setting(
-        (0, 1, 2, 3, 4),
+        PAPER_FINETUNE_SEEDS,
         help="Seeds per learning rate (median reported).",
         valid=at_least(0),
     )
-    batch_size: int = setting(32, help="Batch size.", valid=at_least(1))
+    batch_size: int = setting(
+        PAPER_FINETUNE_BATCH_SIZE, help="Batch size.", valid=at_least(1)
+    )
     num_epochs: Optional[int] = setting(
-        None,
-        help="Epochs (default by the preset's hidden size: "
-        f"{SMALL_FINETUNE_RECIPE['num_epochs']} up to "
-        f"{SMALL_FINETUNE_HIDDEN_DIM}, {PAPER_FINETUNE_RECIPE['num_epochs']} "
-        "above, the paper's).",
-        valid=at_least(1),
+        None, help="Epochs (default: --recipe's).", valid=at_least(1)
     )
     optimizer: OptimizerConfig = nested(
-        lambda: OptimizerConfig(warmup_ratio=0.06),
+        lambda: OptimizerConfig(**PAPER_FINETUNE_OPTIMIZER),
         flags=("warmup_ratio", "weight_decay"),
     )
     dropout: float = setting(

@@ -57,6 +57,34 @@ def _load_from_preset(cls, preset, **kwargs):
         ) from error
 
 
+def preset_preprocessor(preset, sequence_length):
+    """The preset's own classifier preprocessor at `sequence_length`.
+
+    A preset converted from the TUPE authors' checkpoint with their BPE
+    codes packs as their fine-tuning does (`<s> a </s> </s> b </s>`, pad id
+    1: `TupeFairseqTextClassifierPreprocessor`, from its
+    `preprocessor.json`); a tupe-tf preset packs `[CLS] a [SEP] b [SEP]`
+    (`TupeTextClassifierPreprocessor`).
+
+    Raises:
+        UserError: the preset has no tokenizer, or it cannot be loaded.
+    """
+    import tupe_tf
+
+    if not os.path.isfile(os.path.join(preset, "tokenizer.json")):
+        raise UserError(
+            f"--preset={preset!r} has no tokenizer (tokenizer.json), so "
+            "GLUE text cannot be tokenized. Convert the TUPE authors' "
+            "checkpoint with --bpe_codes, or pass a preset of "
+            "scripts/pretrain.py."
+        )
+    return _load_from_preset(
+        tupe_tf.TupeTextClassifierPreprocessor,
+        preset,
+        sequence_length=sequence_length,
+    )
+
+
 def _features(
     split, preprocessor, batch_size, shuffle, seed, drop_remainder=False
 ):
@@ -177,17 +205,11 @@ def _compiled_classifier(config, task, features, total_steps, learning_rate):
     return model
 
 
-def finetune_once(
-    config, task, train, eval_splits, learning_rate, seed, strategy
-):
-    """One fine-tuning run; returns its per-epoch and final dev metrics."""
-    import tupe_tf
-
+def build_run(config, task, train, eval_splits, learning_rate, seed, strategy):
+    """`(model, train_ds, eval_sets)` of one run: the seeded, compiled
+    classifier and its batches, before any training step."""
     keras.utils.set_random_seed(seed)
-    tokenizer = _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
-    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
-        tokenizer, sequence_length=config.seq_length
-    )
+    preprocessor = preset_preprocessor(config.preset, config.seq_length)
     train_ds, eval_sets, steps_per_epoch = _run_datasets(
         config, train, eval_splits, preprocessor, seed
     )
@@ -199,6 +221,16 @@ def finetune_once(
             steps_per_epoch * config.num_epochs,
             learning_rate,
         )
+    return model, train_ds, eval_sets
+
+
+def finetune_once(
+    config, task, train, eval_splits, learning_rate, seed, strategy
+):
+    """One fine-tuning run; returns its per-epoch and final dev metrics."""
+    model, train_ds, eval_sets = build_run(
+        config, task, train, eval_splits, learning_rate, seed, strategy
+    )
     evaluator = _DevEvaluator(task.name, eval_sets)
     start = time.time()
     history = model.fit(
@@ -264,8 +296,10 @@ def summarize_runs(task_name, runs):
 def validate_glue_config(config):
     """Refuses bad `GlueConfig` values before anything is trained.
 
-    Unset `learning_rates` and `num_epochs` are filled in (on `config`)
-    with the preset's size's recipe (`config.default_finetune_recipe`).
+    Unset `recipe`, `learning_rates` and `num_epochs` are filled in (on
+    `config`): the recipe by the preset's hidden size, the rates and
+    epochs as the recipe sets them for the task
+    (`config.default_finetune_recipe`).
     """
     from data_pipeline import glue
 
@@ -281,8 +315,12 @@ def validate_glue_config(config):
             "--preset is required (a pre-trained preset directory)."
         )
     backbone_config = _preset_backbone_config(config.preset)
+    # A preset without a hidden size gets the paper's recipe.
+    hidden_dim = backbone_config.get("hidden_dim", float("inf"))
+    if config.recipe is None:
+        config.recipe = config_lib.default_finetune_recipe_name(hidden_dim)
     recipe = config_lib.default_finetune_recipe(
-        backbone_config.get("hidden_dim", float("inf"))  # unknown: paper's
+        hidden_dim, task.name, config.recipe
     )
     if config.learning_rates is None:
         config.learning_rates = list(recipe["learning_rates"])
@@ -339,7 +377,7 @@ def run_glue(config: GlueConfig):
     """
     require_tensorflow("GLUE fine-tuning with run_glue")
     config = dataclasses.replace(config)
-    task, strategy, train, eval_splits = _prepare_glue(config)
+    task, strategy, train, eval_splits = prepare_glue(config)
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
     runs = []
@@ -371,15 +409,14 @@ def run_glue(config: GlueConfig):
     return results
 
 
-def _prepare_glue(config):
-    """`(task, strategy, train, eval_splits)`: the flags, the preset's
-    vocabulary and the data checked and loaded, before any run.
+def prepare_glue(config):
+    """`(task, strategy, train, eval_splits)`: the flags (unset recipe
+    values filled in on `config`), the preset's tokenizer and the data
+    checked and loaded, before any run.
 
     Raises:
         UserError: naming the flag or file.
     """
-    import tupe_tf
-
     # Flags first: a bad value is refused before any device is set up.
     task = validate_glue_config(config)
     strategy = distribution.create_strategy(
@@ -392,8 +429,8 @@ def _prepare_glue(config):
         _load_split(config, task, split, config.max_eval_examples)
         for split in task.eval_splits
     ]
-    # The vocabulary is needed by every run: refuse a bad one now.
-    _load_from_preset(tupe_tf.TupeTokenizer, config.preset)
+    # The tokenizer is needed by every run: refuse a bad one now.
+    preset_preprocessor(config.preset, config.seq_length)
     return task, strategy, train, eval_splits
 
 
@@ -408,10 +445,13 @@ def _glue_results(config, task, train, eval_splits, runs):
         "num_train_examples": len(train),
         "num_eval_examples": {split.split: len(split) for split in eval_splits},
         "recipe": {
+            "name": config.recipe,
             "batch_size": config.batch_size,
             "num_epochs": config.num_epochs,
-            "warmup_ratio": config.optimizer.warmup_ratio,
-            "weight_decay": config.optimizer.weight_decay,
+            **{
+                name: getattr(config.optimizer, name)
+                for name in config_lib.PAPER_FINETUNE_OPTIMIZER
+            },
             "seq_length": config.seq_length,
             "learning_rates": list(config.learning_rates),
             "seeds": list(config.seeds),
