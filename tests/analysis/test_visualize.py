@@ -1,9 +1,9 @@
 import os
 
-import matplotlib.image
 import numpy as np
 import pytest
 
+from tests.figure_check import assert_png_shows
 from tests.test_case import tiny_backbone
 from tupe_tf.analysis import figures
 from tupe_tf.analysis import visualize
@@ -17,20 +17,34 @@ def _preset(tmp_path, option):
 
 
 def test_visualize_preset_writes_both_figures(tmp_path):
-    tupe, _ = _preset(tmp_path, "tupe-a")
-    bert, _ = _preset(tmp_path, "bert")
+    tupe, tupe_backbone = _preset(tmp_path, "tupe-a")
+    bert, bert_backbone = _preset(tmp_path, "bert")
     paths = visualize.visualize_preset(
         tupe,
         str(tmp_path / "figures"),
         sequence_length=24,
         baseline_presets=[bert],
+        seed=3,
     )
     assert [os.path.basename(p) for p in paths] == [
         "positional_bias.png",
         "attention_rank.png",
     ]
-    for path in paths:
-        assert matplotlib.image.imread(path).shape[0] > 100
+    # Each PNG shows the figure of the saved models' numbers: the bias of
+    # the first preset, the ranks of both on the seed's inputs.
+    assert_png_shows(
+        paths[0], figures.positional_bias_figure(tupe_backbone, 24)
+    )
+    ranks = {
+        name: figures.attention_ranks(
+            backbone, visualize.random_inputs(backbone, 24, seed=3)
+        )
+        for name, backbone in (
+            ("tupe-a", tupe_backbone),
+            ("bert", bert_backbone),
+        )
+    }
+    assert_png_shows(paths[1], figures.attention_ranks_figure(ranks))
 
 
 def test_rank_with_positions_at_input_is_bounded_by_head_size(tmp_path):

@@ -14,6 +14,9 @@ import os
 from tupe_tf.utils import extras
 from tupe_tf.utils import fileio
 
+# The resolution every figure is written at (dots per inch).
+DPI = 110
+
 
 def pyplot():
     """`matplotlib.pyplot` on the file-only Agg backend (no display)."""
@@ -39,6 +42,6 @@ def save_figure(fig, path, metadata=None):
     """
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with fileio.atomic_file(path) as temporary:
-        fig.savefig(temporary, dpi=110, format="png", metadata=metadata)
+        fig.savefig(temporary, dpi=DPI, format="png", metadata=metadata)
     pyplot().close(fig)
     return path
