@@ -39,6 +39,41 @@ class DefaultData:
     eval_files: list
 
 
+def shard_files(directory):
+    """The shard files in `directory`, sorted (a build's temporaries left
+    out)."""
+    return sorted(
+        os.path.join(directory, name)
+        for name in os.listdir(directory)
+        if ".tfrecord" in name and not name.endswith(".tmp")
+    )
+
+
+def build_uncased_shards(
+    input_patterns, vocab_file, output_dir, seq_length, num_shards, **settings
+):
+    """Packs `input_patterns` (`None`: the embedded corpus) into
+    `num_shards` lowercased shards of `seq_length` in `output_dir`,
+    replacing any there; returns `shard_files(output_dir)`.
+
+    Args:
+        settings: further `ShardConfig` fields (e.g. `seed`).
+    """
+    shards.build_shards(
+        shards.ShardConfig(
+            input_patterns=input_patterns,
+            vocab_file=vocab_file,
+            output_dir=output_dir,
+            max_seq_length=seq_length,
+            num_shards=num_shards,
+            lowercase=True,
+            overwrite=True,
+            **settings,
+        )
+    )
+    return shard_files(output_dir)
+
+
 def _existing_shards_match(shard_dir, vocab_file, seq_length):
     try:
         manifest = manifest_lib.read_manifest(shard_dir)
@@ -46,11 +81,7 @@ def _existing_shards_match(shard_dir, vocab_file, seq_length):
         return False
     if int(manifest.get("max_seq_length", -1)) != seq_length:
         return False
-    files = sorted(
-        os.path.join(shard_dir, name)
-        for name in os.listdir(shard_dir)
-        if ".tfrecord" in name and not name.endswith(".tmp")
-    )
+    files = shard_files(shard_dir)
     if len(files) < 2:
         return False
     try:
@@ -114,28 +145,15 @@ def prepare_default_data(
         print(
             f"Building {num_shards} shards of length {seq_length}: {shard_dir}"
         )
-        shards.build_shards(
-            shards.ShardConfig(
-                input_patterns=None,
-                vocab_file=vocab_file,
-                output_dir=shard_dir,
-                max_seq_length=seq_length,
-                num_shards=num_shards,
-                seed=seed,
-                lowercase=True,
-                overwrite=True,
-            )
+        build_uncased_shards(
+            None, vocab_file, shard_dir, seq_length, num_shards, seed=seed
         )
     else:
         print(f"Reusing the vocabulary {vocab_file} and shards in {shard_dir}")
-    files = sorted(
-        name
-        for name in os.listdir(shard_dir)
-        if ".tfrecord" in name and not name.endswith(".tmp")
-    )
+    files = shard_files(shard_dir)
     return DefaultData(
         vocab_file=vocab_file,
         shard_dir=shard_dir,
-        train_files=[os.path.join(shard_dir, f) for f in files[:-1]],
-        eval_files=[os.path.join(shard_dir, files[-1])],
+        train_files=files[:-1],
+        eval_files=files[-1:],
     )

@@ -20,7 +20,6 @@ exactly the per-token ones (the same random numbers order the words).
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 
@@ -137,23 +136,23 @@ def mask_batch(
         tf.cast(seed, tf.int64), num=3
     )
     shape = tf.shape(token_ids)
-    choose = _chosen_positions
-    if continuation_table is not None:
-        choose = functools.partial(
-            _chosen_word_positions, continuation_table=continuation_table
-        )
-    positions, chosen = choose(
-        tf,
-        token_ids,
-        padding_mask,
-        seeds[0],
-        mask_rate,
-        max_predictions,
-        is_special_table,
+    candidate, count = _candidates_and_budget(
+        token_ids, padding_mask, mask_rate, max_predictions, is_special_table
     )
+    # Tokens and words are taken in the order of the same random scores.
+    scores = tf.random.stateless_uniform(shape, seeds[0])
+    if continuation_table is None:
+        positions, chosen = _chosen_positions(
+            candidate, count, scores, max_predictions
+        )
+    else:
+        starts = _word_starts(token_ids, candidate, continuation_table)
+        positions, chosen = _chosen_word_positions(
+            candidate, starts, count, scores, max_predictions
+        )
     originals = tf.gather(token_ids, positions, batch_dims=1)
     new_values = _new_values(
-        tf, originals, seeds[1], seeds[2], mask_id, replacement_id_array
+        originals, seeds[1], seeds[2], mask_id, replacement_id_array
     )
 
     # Scatter-add of the changes: unused slots add 0 (at position 0), so
@@ -169,34 +168,18 @@ def mask_batch(
     return masked, positions, mask_ids, tf.cast(chosen, tf.float32)
 
 
-def _chosen_positions(
-    tf,
-    token_ids,
-    padding_mask,
-    seed,
-    mask_rate,
-    max_predictions,
-    is_special_table,
-):
-    """`(positions [B, P], chosen [B, P])`: a uniform random subset of each
-    row's candidates (real, non-special tokens), `mask_rate` of them
-    rounded, at least 1 and at most `P`, in increasing position order;
-    unused slots hold position 0 and `chosen` False."""
-    candidate, count = _candidates_and_budget(
-        tf,
-        token_ids,
-        padding_mask,
-        mask_rate,
-        max_predictions,
-        is_special_table,
-    )
-    # A uniform random subset of `count` candidates: the top scores.
-    scores = tf.random.stateless_uniform(tf.shape(token_ids), seed)
+def _chosen_positions(candidate, count, scores, max_predictions):
+    """`(positions [B, P], chosen [B, P])`: each row's `count` candidates
+    of the highest `scores` (uniform: a uniform random subset), in
+    increasing position order; unused slots hold position 0 and `chosen`
+    False."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     scores = tf.where(candidate, scores, -1.0)
     _, top_positions = tf.math.top_k(scores, k=max_predictions, sorted=True)
     slot = tf.range(max_predictions)[tf.newaxis, :]
     chosen = slot < count[:, tf.newaxis]
-    big = tf.shape(token_ids)[1]
+    big = tf.shape(candidate)[1]
     positions = tf.sort(tf.where(chosen, top_positions, big), axis=1)
     chosen = positions < big  # After sorting the chosen slots come first.
     positions = tf.where(chosen, positions, 0)
@@ -204,10 +187,13 @@ def _chosen_positions(
 
 
 def _candidates_and_budget(
-    tf, token_ids, padding_mask, mask_rate, max_predictions, is_special_table
+    token_ids, padding_mask, mask_rate, max_predictions, is_special_table
 ):
-    """`(candidate [B, S], count [B])`: the maskable tokens and how many of
-    them each row masks."""
+    """`(candidate [B, S], count [B])`: the maskable tokens (real,
+    non-special), and how many of them each row masks: `mask_rate` of
+    them rounded, at least 1 and at most `max_predictions`."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     is_special = tf.gather(tf.constant(is_special_table, tf.bool), token_ids)
     candidate = tf.logical_and(
         tf.cast(padding_mask, tf.bool), tf.logical_not(is_special)
@@ -221,32 +207,16 @@ def _candidates_and_budget(
     return candidate, tf.where(num_candidates > 0, count, 0)
 
 
-def _chosen_word_positions(
-    tf,
-    token_ids,
-    padding_mask,
-    seed,
-    mask_rate,
-    max_predictions,
-    is_special_table,
-    continuation_table,
-):
-    """`_chosen_positions` for whole words: the words in the order of
-    their first token's score (the scores per-token masking draws), each
-    taken if it still fits the row's budget."""
-    candidate, count = _candidates_and_budget(
-        tf,
-        token_ids,
-        padding_mask,
-        mask_rate,
-        max_predictions,
-        is_special_table,
-    )
-    starts = _word_starts(tf, token_ids, candidate, continuation_table)
+def _chosen_word_positions(candidate, starts, count, scores, max_predictions):
+    """`_chosen_positions` for whole words (which begin at `starts`): the
+    words in the order of their first token's score, each taken if it
+    still fits the row's budget `count`."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     # Words are numbered in each row from 0; tokens before the first word
     # (never candidates) count as word 0 and are masked out below.
     word = tf.maximum(tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1, 0)
-    width = tf.shape(token_ids)[1]
+    width = tf.shape(candidate)[1]
 
     def per_word(words, values):
         # A sum per word id (dense bincount: cheaper than a scatter on CPU).
@@ -255,11 +225,10 @@ def _chosen_word_positions(
         )
 
     length = tf.cast(per_word(word, tf.cast(candidate, tf.float32)), tf.int32)
-    scores = tf.random.stateless_uniform(tf.shape(token_ids), seed)
     # A word has one start, so the sum is its first token's score.
     word_scores = per_word(word, tf.where(starts, scores, 0.0))
     word_scores = tf.where(length > 0, word_scores, -1.0)
-    order, taken = _words_taken(tf, word_scores, length, count, max_predictions)
+    order, taken = _words_taken(word_scores, length, count, max_predictions)
     word_taken = per_word(order, tf.cast(taken, tf.float32))
     token_taken = tf.logical_and(
         candidate, tf.gather(word_taken, word, batch_dims=1) > 0
@@ -274,7 +243,7 @@ def _chosen_word_positions(
     return tf.where(chosen, -negative, 0), chosen
 
 
-def _words_taken(tf, word_scores, length, budget, max_predictions):
+def _words_taken(word_scores, length, budget, max_predictions):
     """`(order [B, W], taken [B, W])`: the words in descending score order
     (ties: lower index first) and which of them `_greedy_fit` takes.
 
@@ -284,11 +253,13 @@ def _words_taken(tf, word_scores, length, budget, max_predictions):
     row still has budget left and a later word that would fit does it run
     again on every word, so the result is always the full fit's.
     """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     width = tf.shape(word_scores)[1]
     head = tf.minimum(width, 2 * max_predictions)
     _, order = tf.math.top_k(word_scores, k=head, sorted=True)
     ordered = tf.gather(length, order, batch_dims=1)
-    taken = _greedy_fit(tf, ordered, budget)
+    taken = _greedy_fit(ordered, budget)
     left = budget - tf.reduce_sum(tf.where(taken, ordered, 0), axis=1)
     # The words past the first `head`: those scored below the last listed
     # one (a tie with it, rare, counts as past: the full fit then runs).
@@ -311,18 +282,18 @@ def _words_taken(tf, word_scores, length, budget, max_predictions):
         full = tf.argsort(
             word_scores, axis=1, direction="DESCENDING", stable=True
         )
-        return full, _greedy_fit(
-            tf, tf.gather(length, full, batch_dims=1), budget
-        )
+        return full, _greedy_fit(tf.gather(length, full, batch_dims=1), budget)
 
     return tf.cond(
         tf.reduce_any(later_fits), every_word, lambda: (order, taken)
     )
 
 
-def _word_starts(tf, token_ids, candidate, continuation_table):
+def _word_starts(token_ids, candidate, continuation_table):
     """bool `[B, S]`: the candidates that begin a word, i.e. all but the
     `##` pieces that follow a candidate."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     is_piece = tf.gather(tf.constant(continuation_table, tf.bool), token_ids)
     previous_candidate = tf.pad(candidate[:, :-1], [[0, 0], [1, 0]])
     return tf.logical_and(
@@ -330,7 +301,7 @@ def _word_starts(tf, token_ids, candidate, continuation_table):
     )
 
 
-def _greedy_fit(tf, lengths, budget):
+def _greedy_fit(lengths, budget):
     """bool `[B, W]`: which of the words of `lengths` (in order; 0: no
     word) are taken when each is taken if it fits what is left of the
     row's `budget` `[B]`, else skipped.
@@ -340,6 +311,8 @@ def _greedy_fit(tf, lengths, budget):
     fits is taken at once. Each round takes at least one word, and after
     the first what is left is shorter than the longest word.
     """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     undecided = lengths > 0
     taken = tf.zeros_like(undecided)
 
@@ -365,10 +338,12 @@ def _greedy_fit(tf, lengths, budget):
 
 
 def _new_values(
-    tf, originals, decision_seed, token_seed, mask_id, replacement_id_array
+    originals, decision_seed, token_seed, mask_id, replacement_id_array
 ):
     """What each chosen token becomes: `[MASK]` (`MASK_TOKEN_RATE`), a
     random non-special token (`RANDOM_TOKEN_RATE`), else itself."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
     decisions = tf.random.stateless_uniform(tf.shape(originals), decision_seed)
     replacement_id_array = tf.constant(replacement_id_array, tf.int32)
     random_tokens = tf.gather(

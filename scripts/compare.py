@@ -18,8 +18,6 @@ from tupe_tf.utils import process_startup
 
 process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
-from absl import flags  # noqa: E402
-
 from tupe_tf.analysis import compare  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
@@ -27,9 +25,8 @@ from tupe_tf.utils import config_flags  # noqa: E402
 config_flags.define_flags(compare.CompareConfig)
 
 
-def compare_from_flags(flag_values):
-    """Runs (or, with --from_results, reports) the study of the flags."""
-    config = config_flags.config_from_flags(compare.CompareConfig, flag_values)
+def compare_or_report(config):
+    """Runs (or, with --from_results, reports) the study of `config`."""
     if config.from_results:
         config.validate()
         return compare.report(config)
@@ -48,7 +45,8 @@ def print_result(result):
 
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
-    return cli.run_main(compare_from_flags, flags.FLAGS, print_result)
+    config = config_flags.config_from_flags(compare.CompareConfig)
+    return cli.run_main(compare_or_report, config, print_result)
 
 
 if __name__ == "__main__":

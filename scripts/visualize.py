@@ -13,8 +13,6 @@ from tupe_tf.utils import process_startup
 
 process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
-from absl import flags  # noqa: E402
-
 from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
@@ -22,9 +20,9 @@ from tupe_tf.utils import config_flags  # noqa: E402
 config_flags.define_flags(VisualizeConfig)
 
 
-def visualize(flag_values):
-    """Draws the figures the flags ask for; returns the written paths."""
-    return config_flags.config_from_flags(VisualizeConfig, flag_values).run()
+def visualize(config):
+    """Draws the figures `config` asks for; returns the written paths."""
+    return config.run()
 
 
 def print_paths(paths):
@@ -34,7 +32,8 @@ def print_paths(paths):
 
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
-    return cli.run_main(visualize, flags.FLAGS, print_paths)
+    config = config_flags.config_from_flags(VisualizeConfig)
+    return cli.run_main(visualize, config, print_paths)
 
 
 if __name__ == "__main__":

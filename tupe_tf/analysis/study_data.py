@@ -86,20 +86,11 @@ def _shard_files(directory):
 
 def _build_shards(text_file, vocab_file, directory, length, num_shards=1):
     """Packs `text_file` into shards of `length` under `directory`."""
-    import data_pipeline
+    from data_pipeline import default_data
 
-    data_pipeline.build_shards(
-        data_pipeline.ShardConfig(
-            input_patterns=text_file,
-            vocab_file=vocab_file,
-            output_dir=directory,
-            max_seq_length=length,
-            num_shards=num_shards,
-            lowercase=True,
-            overwrite=True,
-        )
+    return default_data.build_uncased_shards(
+        text_file, vocab_file, directory, length, num_shards
     )
-    return _shard_files(directory)
 
 
 def prepare_study_data(

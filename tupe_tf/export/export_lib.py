@@ -8,6 +8,7 @@ import keras
 import keras_hub
 
 from tupe_tf.models.preset_check import check_preset
+from tupe_tf.models.preset_check import refuse_missing_files
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.utils import fileio
@@ -91,17 +92,13 @@ def _graph_tokenizer(preset_dir):
                 "--format=hub_encoder and feed it the token ids of the "
                 "tokenizer, in Python."
             )
-    missing = [
-        name
-        for name in _TOKENIZER_FILES
-        if not os.path.exists(os.path.join(preset_dir, name))
-    ]
-    if missing:
-        raise UserError(
-            f"Preset {preset_dir!r} has no tokenizer: missing {missing}. "
-            "Export needs the vocabulary; save the preset from a task with a "
-            "preprocessor, or save the tokenizer with `save_to_preset`."
-        )
+    refuse_missing_files(
+        preset_dir,
+        _TOKENIZER_FILES,
+        "has no tokenizer",
+        "Export needs the vocabulary; save the preset from a task with a "
+        "preprocessor, or save the tokenizer with `save_to_preset`.",
+    )
     return keras_hub.tokenizers.Tokenizer.from_preset(preset_dir)
 
 

@@ -4,11 +4,11 @@ import keras
 from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
-from tupe_tf.layers.sharing import sharing_units
+from tupe_tf.layers.sharing import SharedTables
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
-class DietAbsolutePositionBias(PositionBiasLayer):
+class DietAbsolutePositionBias(SharedTables, PositionBiasLayer):
     """`beta[h,i,j] = (P_Q,h P_K,h^T)[i,j]` with `P_Q,h, P_K,h` in `R^{N x r}`.
 
     No projection, no LayerNorm, no scale (DIET, Chen et al. 2021). All
@@ -61,16 +61,8 @@ class DietAbsolutePositionBias(PositionBiasLayer):
             raise ValueError(
                 f"`position_rank` must be a positive integer. Received: {rank}"
             )
-        self.num_layers = num_layers
-        self.num_heads = num_heads
         self.rank = int(rank)
-        self.sharing = sharing
-        self.units, self.table_heads = sharing_units(
-            sharing, num_layers, num_heads
-        )
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.TruncatedNormal(stddev=0.02)
-        )
+        self.init_tables(num_layers, num_heads, sharing, initializer)
 
     def build(self, input_shape=None):
         shape = (
@@ -93,19 +85,7 @@ class DietAbsolutePositionBias(PositionBiasLayer):
         bias = ops.einsum("uhir,uhjr->uhij", query, key)
         return ops.expand_dims(bias, 1)
 
-    def bias_shape(self, sequence_length):
-        n = sequence_length
-        return (self.units, 1, self.table_heads, n, n)
-
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "rank": self.rank,
-                "sharing": self.sharing,
-                "initializer": keras.initializers.serialize(self.initializer),
-            }
-        )
+        config.update(rank=self.rank, **self.tables_config())
         return config

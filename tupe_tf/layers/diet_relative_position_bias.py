@@ -5,11 +5,11 @@ import numpy as np
 from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
-from tupe_tf.layers.sharing import sharing_units
+from tupe_tf.layers.sharing import SharedTables
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
-class DietRelativePositionBias(PositionBiasLayer):
+class DietRelativePositionBias(SharedTables, PositionBiasLayer):
     """`beta[h,i,j] = R_h[clip(j - i, -(N-1), N-1)]`, `2N - 1` scalars per head.
 
     The Toeplitz bias of every sharing unit is built with ONE gather from
@@ -53,15 +53,7 @@ class DietRelativePositionBias(PositionBiasLayer):
         **kwargs,
     ):
         super().__init__(max_sequence_length=max_sequence_length, **kwargs)
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.sharing = sharing
-        self.units, self.table_heads = sharing_units(
-            sharing, num_layers, num_heads
-        )
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.TruncatedNormal(stddev=0.02)
-        )
+        self.init_tables(num_layers, num_heads, sharing, initializer)
         positions = np.arange(self.max_sequence_length)
         # Offset j - i into [0, 2N - 2]; within the model no clip is needed.
         self._index_matrix = (
@@ -89,18 +81,7 @@ class DietRelativePositionBias(PositionBiasLayer):
         bias = ops.take(self.relative_positions, index, axis=2)
         return ops.expand_dims(bias, 1)
 
-    def bias_shape(self, sequence_length):
-        n = sequence_length
-        return (self.units, 1, self.table_heads, n, n)
-
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "sharing": self.sharing,
-                "initializer": keras.initializers.serialize(self.initializer),
-            }
-        )
+        config.update(self.tables_config())
         return config

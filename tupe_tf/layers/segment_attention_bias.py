@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
-from tupe_tf.layers.sharing import sharing_units
+from tupe_tf.layers.sharing import SharedTables
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
-class SegmentAttentionBias(keras.layers.Layer):
+class SegmentAttentionBias(SharedTables, keras.layers.Layer):
     """`beta[b,h,i,j] = E_h[seg(b,i), seg(b,j)]`, `E` in `R^{H x S x S}`.
 
     Replaces the segment embedding at the input. This is the only part of
@@ -49,16 +49,8 @@ class SegmentAttentionBias(keras.layers.Layer):
         refuse_unknown_keywords(SegmentAttentionBias, kwargs)
         kwargs["dtype"] = "float32"
         super().__init__(**kwargs)
-        self.num_layers = num_layers
-        self.num_heads = num_heads
         self.num_segments = num_segments
-        self.sharing = sharing
-        self.units, self.table_heads = sharing_units(
-            sharing, num_layers, num_heads
-        )
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.TruncatedNormal(stddev=0.02)
-        )
+        self.init_tables(num_layers, num_heads, sharing, initializer)
 
     def build(self, input_shape=None):
         self.segment_pairs = self.add_weight(
@@ -83,13 +75,5 @@ class SegmentAttentionBias(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.pop("dtype", None)
-        config.update(
-            {
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "num_segments": self.num_segments,
-                "sharing": self.sharing,
-                "initializer": keras.initializers.serialize(self.initializer),
-            }
-        )
+        config.update(num_segments=self.num_segments, **self.tables_config())
         return config

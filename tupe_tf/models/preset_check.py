@@ -31,16 +31,12 @@ def check_preset(preset_dir):
     """
     if not os.path.isdir(preset_dir):
         raise UserError(f"Preset directory {preset_dir!r} does not exist.")
-    missing = [
-        name
-        for name in REQUIRED_PRESET_FILES
-        if not os.path.exists(os.path.join(preset_dir, name))
-    ]
-    if missing:
-        raise UserError(
-            f"Preset {preset_dir!r} is incomplete: missing {missing}. "
-            "Re-export it with `save_to_preset`."
-        )
+    refuse_missing_files(
+        preset_dir,
+        REQUIRED_PRESET_FILES,
+        "is incomplete",
+        "Re-export it with `save_to_preset`.",
+    )
     for name in sorted(os.listdir(preset_dir)):
         if name.endswith(".json"):
             read_preset_json(preset_dir, name)
@@ -58,6 +54,23 @@ def check_preset(preset_dir):
             f"tupe-tf {__version__}. Load it with a matching version."
         )
     return metadata
+
+
+def refuse_missing_files(preset_dir, names, problem, advice):
+    """Refuses a preset that lacks any of the files `names`.
+
+    Raises:
+        UserError: `Preset '<dir>' <problem>: missing [...]. <advice>`.
+    """
+    missing = [
+        name
+        for name in names
+        if not os.path.exists(os.path.join(preset_dir, name))
+    ]
+    if missing:
+        raise UserError(
+            f"Preset {preset_dir!r} {problem}: missing {missing}. {advice}"
+        )
 
 
 def _damaged(preset_dir, name, error):
