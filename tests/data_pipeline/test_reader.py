@@ -318,11 +318,18 @@ def test_truncated_shard_named_or_skipped(shard_copy, vocab_file, caplog):
     assert "Skipping 1 bad shard(s) of 3" in caplog.text
 
 
-def test_corrupted_shard_named_at_read_time(shard_copy, vocab_file):
-    bad = _shard_path(shard_copy)
+def _corrupt_a_shard(directory):
+    """Flips a byte in the middle of a shard (same size: it passes the
+    size check); returns its path."""
+    bad = _shard_path(directory)
     data = bytearray(open(bad, "rb").read())
-    data[len(data) // 2] ^= 0xFF  # same size: passes the size check
+    data[len(data) // 2] ^= 0xFF
     open(bad, "wb").write(bytes(data))
+    return bad
+
+
+def test_corrupted_shard_named_at_read_time(shard_copy, vocab_file):
+    bad = _corrupt_a_shard(shard_copy)
     ds = pretraining_dataset(shard_copy, vocab_file, SEQ, 1, is_training=False)
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=os.path.basename(bad)
@@ -351,10 +358,7 @@ def test_corrupted_shard_named_at_read_time(shard_copy, vocab_file):
 
 
 def test_bad_shard_error_is_given_back_typed(shard_copy, vocab_file):
-    bad = _shard_path(shard_copy)
-    data = bytearray(open(bad, "rb").read())
-    data[len(data) // 2] ^= 0xFF  # same size: passes the size check
-    open(bad, "wb").write(bytes(data))
+    bad = _corrupt_a_shard(shard_copy)
     ds = pretraining_dataset(shard_copy, vocab_file, SEQ, 1, is_training=False)
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         for _ in ds:

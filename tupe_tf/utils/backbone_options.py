@@ -34,26 +34,23 @@ from tupe_tf.utils.settings import setting
 from tupe_tf.utils.settings import unwrap_optional
 
 # BERT's published dimensions (Devlin et al. 2019; Turc et al. 2019 for the
-# compact ones). `tiny` is the few-minute CPU model.
+# compact ones), `(layers, heads, hidden)`; the feed-forward width is 4x the
+# hidden width in all. `tiny` is the few-minute CPU model.
 MODEL_SIZES = {
-    "tiny": dict(
-        num_layers=2, num_heads=2, hidden_dim=128, intermediate_dim=512
-    ),
-    "mini": dict(
-        num_layers=4, num_heads=4, hidden_dim=256, intermediate_dim=1024
-    ),
-    "small": dict(
-        num_layers=4, num_heads=8, hidden_dim=512, intermediate_dim=2048
-    ),
-    "medium": dict(
-        num_layers=8, num_heads=8, hidden_dim=512, intermediate_dim=2048
-    ),
-    "base": dict(
-        num_layers=12, num_heads=12, hidden_dim=768, intermediate_dim=3072
-    ),
-    "large": dict(
-        num_layers=24, num_heads=16, hidden_dim=1024, intermediate_dim=4096
-    ),
+    name: dict(
+        num_layers=layers,
+        num_heads=heads,
+        hidden_dim=hidden,
+        intermediate_dim=4 * hidden,
+    )
+    for name, (layers, heads, hidden) in {
+        "tiny": (2, 2, 128),
+        "mini": (4, 4, 256),
+        "small": (4, 8, 512),
+        "medium": (8, 8, 512),
+        "base": (12, 12, 768),
+        "large": (24, 16, 1024),
+    }.items()
 }
 
 POSITION_ENCODINGS = (
