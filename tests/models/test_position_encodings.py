@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from tupe_tf.layers import PositionBiasLayer
+from tupe_tf.models.position_encodings import LAYER_BUILDERS
 from tupe_tf.models.position_encodings import OPTION_SPECIFIC_ARGUMENTS
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.models.position_encodings import bert_initializer
+from tupe_tf.models.position_encodings import build_layer
 from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
 from tupe_tf.utils.backbone_options import POSITION_ENCODINGS
@@ -21,6 +23,11 @@ def test_table_lists_every_option_once_in_order():
         assert entry.name == name
         assert set(entry.arguments) <= set(OPTION_SPECIFIC_ARGUMENTS)
         assert set(OPTION_SPECIFIC_ARGUMENTS) <= set(OPTION_DEFAULTS)
+    # Every layer a row names has a builder, and every builder a row.
+    kinds = {e.layer for e in POSITION_ENCODING_TABLE.values()} | {
+        e.query_logits for e in POSITION_ENCODING_TABLE.values()
+    }
+    assert kinds - {None} == set(LAYER_BUILDERS)
 
 
 @pytest.mark.parametrize("name", POSITION_ENCODINGS)
@@ -37,13 +44,13 @@ def test_each_entry_builds_its_layer(name):
         initializer=bert_initializer(),
     )
     args.max_sequence_length = 16
-    layer = entry.build(args) if entry.build else None
+    layer = build_layer(entry.layer, args)
     assert (layer is None) == (name in ("bert", "sinusoidal", "nope", "shaw"))
     assert (entry.query_logits is None) == (name != "shaw")
     if entry.query_logits is not None:
         args.dtype = None
         query = np.ones((1, 5, 2, 8), "float32")
-        term = entry.query_logits(args)(query, query)
+        term = build_layer(entry.query_logits, args)(query, query)
         assert term.shape == (1, 2, 5, 5)
     if layer is not None:
         assert isinstance(layer, PositionBiasLayer)

@@ -1,32 +1,23 @@
-"""The option table: what each `position_encoding` builds, declared once.
+"""How each `position_encoding` builds its layers.
 
-`TupeBackbone` reads this table instead of branching on the option; the
-option names themselves live in `tupe_tf.utils.backbone_options` (free of
-TensorFlow, for the configs and flags) and must match the table's keys.
+The encodings themselves, what each adds at the input, its attention
+argument, content scale, sharings and option-specific arguments, are the
+rows of `tupe_tf.utils.backbone_options.POSITION_ENCODING_TABLE` (free of
+TensorFlow, for the configs and flags); a row names its content-free layer
+and its per-layer query hook by a key of `LAYER_BUILDERS`, which this
+module maps to the layer built from the backbone's arguments.
 
-Each `PositionEncoding` says whether positions are added at the input, which
-content-free layer it builds (called once per forward pass on `token_ids`)
-and which attention argument of every transformer layer receives its output
-(`attention_bias`, a bias `(units, 1, heads, n, n)`, or a query/key
-transform), which layer each transformer layer's attention calls for a term
-that depends on the query (`query_logits`), its content scale
-`c = 1/sqrt(scale_factor * head_dim)`, its sharing modes (the first is the
-default) and the option-specific backbone arguments it accepts.
-
-Adding an option: one `PositionEncoding` entry here, its name in
-`backbone_options.POSITION_ENCODINGS`, one layer file and its test.
+Adding an option: its row in `POSITION_ENCODING_TABLE`, a builder here if
+it has a new layer, one layer file and its test.
 
 Example:
 
 >>> from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
->>> POSITION_ENCODING_TABLE["tupe-a"].scale_factor
-2
+>>> POSITION_ENCODING_TABLE["tupe-a"].layer
+'untied'
 """
 
-import dataclasses
-from typing import Callable
-from typing import Optional
-from typing import Tuple
+import functools
 
 import keras
 
@@ -41,57 +32,12 @@ from tupe_tf.layers.shaw_relative_logits import ShawRelativeLogits
 from tupe_tf.layers.untied_position_bias import UntiedPositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
-from tupe_tf.utils.backbone_options import POSITION_SHARINGS
+from tupe_tf.utils.backbone_options import POSITION_ENCODING_TABLE
 
 
 def bert_initializer():
     """BERT's initializer, `TruncatedNormal(stddev=0.02)`."""
     return keras.initializers.TruncatedNormal(stddev=0.02)
-
-
-@dataclasses.dataclass(frozen=True)
-class PositionEncoding:
-    """One row of the option table.
-
-    Args:
-        name: the `position_encoding` value.
-        input_positions: add an absolute position table at the input.
-        input_table: which one: `learned` (BERT's position embedding) or
-            `sinusoidal` (the fixed sin/cos table of Vaswani et al.).
-        build: `build(args) -> PositionBiasLayer` or None (no content-free
-            layer); `args` has every backbone argument plus `head_dim`,
-            `sharing` (resolved), `initializer` and `dtype`.
-        attention_argument: the transformer layers' call argument that
-            receives the layer's output.
-        query_logits: `query_logits(args) -> keras.layers.Layer` or None:
-            one new layer per transformer layer, its attention's
-            `query_logits` hook (a position term that depends on the query,
-            so it cannot be a content-free bias).
-        scale_factor: the content scale is `1/sqrt(scale_factor * d)`.
-        sharings: allowed `position_sharing` values; the first is the
-            default.
-        arguments: the option-specific backbone arguments it accepts.
-        length_free: no weight's shape depends on `max_sequence_length`, so
-            a trained model can be rebuilt for longer inputs (from its
-            preset with a larger `max_sequence_length`) and run there.
-    """
-
-    name: str
-    input_positions: bool = False
-    input_table: str = "learned"
-    build: Optional[Callable] = None
-    attention_argument: str = "attention_bias"
-    query_logits: Optional[Callable] = None
-    scale_factor: int = 1
-    sharings: Tuple[str, ...] = ("layer-wise",)
-    arguments: Tuple[str, ...] = ()
-    length_free: bool = False
-
-    def content_scale(self, head_dim):
-        """`c`, or None for the attention's default `1/sqrt(d)`."""
-        if self.scale_factor == 1:
-            return None
-        return 1.0 / (self.scale_factor * head_dim) ** 0.5
 
 
 def _relative(args):
@@ -199,83 +145,29 @@ def _shaw(args):
     )
 
 
-_RELATIVE_ARGUMENTS = ("relative_buckets", "relative_max_distance")
-# diet-abs shares one table across layers by default, diet-rel has one per
-# layer (each option's first sharing is its default).
-_DIET_ABS_SHARINGS = POSITION_SHARINGS
-_DIET_REL_SHARINGS = ("none",) + tuple(
-    s for s in POSITION_SHARINGS if s != "none"
-)
-
-POSITION_ENCODING_TABLE = {
-    entry.name: entry
-    for entry in (
-        PositionEncoding("bert", input_positions=True),
-        PositionEncoding(
-            "bert-r",
-            input_positions=True,
-            build=_relative,
-            arguments=_RELATIVE_ARGUMENTS,
-        ),
-        PositionEncoding(
-            "tupe-a",
-            build=lambda args: _untied(args, relative=False),
-            scale_factor=2,
-            arguments=("untie_cls",),
-        ),
-        PositionEncoding(
-            "tupe-r",
-            build=lambda args: _untied(args, relative=True),
-            scale_factor=2,
-            arguments=("untie_cls", "cls_relative") + _RELATIVE_ARGUMENTS,
-        ),
-        PositionEncoding(
-            "bert-ad",
-            build=_untied_offsets,
-            attention_argument="query_key_offsets",
-            scale_factor=4,
-        ),
-        PositionEncoding(
-            "diet-abs",
-            build=_diet_absolute,
-            sharings=_DIET_ABS_SHARINGS,
-            arguments=("position_rank",),
-        ),
-        PositionEncoding(
-            "diet-rel",
-            build=_diet_relative,
-            sharings=_DIET_REL_SHARINGS,
-        ),
-        PositionEncoding(
-            "rope",
-            build=_rotary,
-            attention_argument="rotary_tables",
-            length_free=True,
-            arguments=(
-                "rope_max_wavelength",
-                "rope_scaling",
-                "rope_scaling_factor",
-                "rope_trained_length",
-            ),
-        ),
-        PositionEncoding("alibi", build=_alibi, length_free=True),
-        PositionEncoding(
-            "sinusoidal",
-            input_positions=True,
-            input_table="sinusoidal",
-            length_free=True,
-        ),
-        PositionEncoding("nope", length_free=True),
-        PositionEncoding("kerple-log", build=_kerple, length_free=True),
-        PositionEncoding("fire", build=_fire, length_free=True),
-        PositionEncoding(
-            "shaw",
-            query_logits=_shaw,
-            length_free=True,
-            arguments=("shaw_max_distance",),
-        ),
-    )
+# Each kind of layer a row of `POSITION_ENCODING_TABLE` names -> its
+# builder, `builder(args) -> keras.layers.Layer`; `args` has every backbone
+# argument plus `head_dim`, `sharing` (resolved), `initializer` and `dtype`.
+LAYER_BUILDERS = {
+    "relative": _relative,
+    "untied": functools.partial(_untied, relative=False),
+    "untied-relative": functools.partial(_untied, relative=True),
+    "untied-offsets": _untied_offsets,
+    "diet-absolute": _diet_absolute,
+    "diet-relative": _diet_relative,
+    "rotary": _rotary,
+    "alibi": _alibi,
+    "kerple": _kerple,
+    "fire": _fire,
+    "shaw": _shaw,
 }
+
+
+def build_layer(kind, args):
+    """The layer of `kind` (a key of `LAYER_BUILDERS`) for the backbone
+    `args`; None when `kind` is None (no such layer)."""
+    return LAYER_BUILDERS[kind](args) if kind else None
+
 
 # Backbone arguments that only some options accept (some row's `arguments`);
 # the others must leave them at their default. In the option table's order.

@@ -18,6 +18,7 @@ from tupe_tf.layers.keras_hub_internals import gelu_approximate
 from tupe_tf.layers.segment_attention_bias import SegmentAttentionBias
 from tupe_tf.layers.sequence_length import checked_sequence_length
 from tupe_tf.models.position_encodings import bert_initializer
+from tupe_tf.models.position_encodings import build_layer
 from tupe_tf.models.position_encodings import validated_encoding
 from tupe_tf.utils.backbone_options import OPTION_DEFAULTS
 from tupe_tf.utils.backbone_options import BackboneOptions
@@ -256,9 +257,7 @@ class TupeBackbone(Backbone):
             dropout, dtype=dtype, name="embeddings_dropout"
         )
         # The content-free layer of the option (float32, PositionBiasLayer).
-        self.position_bias = (
-            encoding.build(layer_args) if encoding.build else None
-        )
+        self.position_bias = build_layer(encoding.layer, layer_args)
         self.segment_bias = None
         if segment_encoding == "per-head":
             self.segment_bias = SegmentAttentionBias(
@@ -274,11 +273,7 @@ class TupeBackbone(Backbone):
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 content_scale=encoding.content_scale(head_dim),
-                query_logits=(
-                    encoding.query_logits(layer_args)
-                    if encoding.query_logits
-                    else None
-                ),
+                query_logits=build_layer(encoding.query_logits, layer_args),
                 activation=FEEDFORWARD_ACTIVATIONS[intermediate_activation],
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
@@ -483,7 +478,7 @@ def per_layer_attention_arguments(
     Args:
         num_layers: int.
         position_argument: the attention argument that takes
-            `position_output` (see `position_encodings.PositionEncoding`).
+            `position_output` (see `backbone_options.PositionEncoding`).
         position_output: the content-free layer's output or None; a bias
             is `(units, 1, heads, n, n)`.
         segment_bias: `(units, batch, heads, n, n)` or None.

@@ -7,7 +7,8 @@ where it has them, its choices and range. `TupeBackbone`'s signature takes
 its defaults from there, `tupe_tf.training.config.ModelConfig` inherits the
 fields (and so the scripts' flags), and `BACKBONE_OPTIONS` lists them as
 `BackboneOption`s, so a new backbone option needs no edit in the training,
-config or script layers.
+config or script layers. `POSITION_ENCODING_TABLE` is the one list of the
+`position_encoding` values, a row each saying what the option builds.
 
 This module imports neither TensorFlow nor Keras.
 
@@ -53,27 +54,139 @@ MODEL_SIZES = {
     }.items()
 }
 
-POSITION_ENCODINGS = (
-    "bert",
-    "bert-r",
-    "tupe-a",
-    "tupe-r",
-    "bert-ad",
-    "diet-abs",
-    "diet-rel",
-    "rope",
-    "alibi",
-    "sinusoidal",
-    "nope",
-    "kerple-log",
-    "fire",
-    "shaw",
-)
 SEGMENT_ENCODINGS = ("input", "per-head", "none")
 INTERMEDIATE_ACTIVATIONS = ("gelu_approximate", "gelu")
 POSITION_SHARINGS = ("layer-wise", "head-wise", "none")
 CLS_RELATIVES = ("reset", "reference")
 ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
+
+
+@dataclasses.dataclass(frozen=True)
+class PositionEncoding:
+    """One `position_encoding` value: what it builds, declared once.
+
+    `TupeBackbone` reads this row instead of branching on the option;
+    `tupe_tf.models.position_encodings` builds the layer a row names.
+
+    Args:
+        name: the `position_encoding` value.
+        input_positions: add an absolute position table at the input.
+        input_table: which one: `learned` (BERT's position embedding) or
+            `sinusoidal` (the fixed sin/cos table of Vaswani et al.).
+        layer: the content-free layer (called once per forward pass on
+            `token_ids`), a key of `position_encodings.LAYER_BUILDERS`, or
+            None.
+        attention_argument: the transformer layers' call argument that
+            receives the layer's output (`attention_bias`, a bias `(units,
+            1, heads, n, n)`, or a query/key transform).
+        query_logits: the layer each transformer layer's attention calls
+            for a position term that depends on the query (its
+            `query_logits` hook), a key of `LAYER_BUILDERS`, or None.
+        scale_factor: the content scale is `1/sqrt(scale_factor * d)`.
+        sharings: allowed `position_sharing` values; the first is the
+            default.
+        arguments: the option-specific backbone arguments it accepts.
+        length_free: no weight's shape depends on `max_sequence_length`, so
+            a trained model can be rebuilt for longer inputs (from its
+            preset with a larger `max_sequence_length`) and run there.
+
+    Example:
+
+    >>> POSITION_ENCODING_TABLE["tupe-a"].scale_factor
+    2
+    """
+
+    name: str
+    input_positions: bool = False
+    input_table: str = "learned"
+    layer: Optional[str] = None
+    attention_argument: str = "attention_bias"
+    query_logits: Optional[str] = None
+    scale_factor: int = 1
+    sharings: Tuple[str, ...] = ("layer-wise",)
+    arguments: Tuple[str, ...] = ()
+    length_free: bool = False
+
+    def content_scale(self, head_dim):
+        """`c`, or None for the attention's default `1/sqrt(d)`."""
+        if self.scale_factor == 1:
+            return None
+        return 1.0 / (self.scale_factor * head_dim) ** 0.5
+
+
+_RELATIVE_ARGUMENTS = ("relative_buckets", "relative_max_distance")
+
+# The position encodings, in the order of the flags' help and the study.
+# diet-abs shares one table across layers by default, diet-rel has one per
+# layer (each option's first sharing is its default).
+POSITION_ENCODING_TABLE = {
+    entry.name: entry
+    for entry in (
+        PositionEncoding("bert", input_positions=True),
+        PositionEncoding(
+            "bert-r",
+            input_positions=True,
+            layer="relative",
+            arguments=_RELATIVE_ARGUMENTS,
+        ),
+        PositionEncoding(
+            "tupe-a", layer="untied", scale_factor=2, arguments=("untie_cls",)
+        ),
+        PositionEncoding(
+            "tupe-r",
+            layer="untied-relative",
+            scale_factor=2,
+            arguments=("untie_cls", "cls_relative") + _RELATIVE_ARGUMENTS,
+        ),
+        PositionEncoding(
+            "bert-ad",
+            layer="untied-offsets",
+            attention_argument="query_key_offsets",
+            scale_factor=4,
+        ),
+        PositionEncoding(
+            "diet-abs",
+            layer="diet-absolute",
+            sharings=POSITION_SHARINGS,
+            arguments=("position_rank",),
+        ),
+        PositionEncoding(
+            "diet-rel",
+            layer="diet-relative",
+            sharings=("none",)
+            + tuple(s for s in POSITION_SHARINGS if s != "none"),
+        ),
+        PositionEncoding(
+            "rope",
+            layer="rotary",
+            attention_argument="rotary_tables",
+            length_free=True,
+            arguments=(
+                "rope_max_wavelength",
+                "rope_scaling",
+                "rope_scaling_factor",
+                "rope_trained_length",
+            ),
+        ),
+        PositionEncoding("alibi", layer="alibi", length_free=True),
+        PositionEncoding(
+            "sinusoidal",
+            input_positions=True,
+            input_table="sinusoidal",
+            length_free=True,
+        ),
+        PositionEncoding("nope", length_free=True),
+        PositionEncoding("kerple-log", layer="kerple", length_free=True),
+        PositionEncoding("fire", layer="fire", length_free=True),
+        PositionEncoding(
+            "shaw",
+            query_logits="shaw",
+            length_free=True,
+            arguments=("shaw_max_distance",),
+        ),
+    )
+}
+POSITION_ENCODINGS = tuple(POSITION_ENCODING_TABLE)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -243,7 +243,7 @@ class SettingError(UserError):
     Attributes:
         name: the field's name.
         value: the value refused.
-        requirement: what a value must be (`"one of [...]"`, `">= 1"`,
+        requirement: what a value must be (`"one of (...)"`, `">= 1"`,
             `"an int >= 1"`).
     """
 
@@ -294,7 +294,7 @@ def check_settings(config, flag_names=None):
                 f"{name}={value!r} is not one of {list(choices)}.",
                 field.name,
                 value,
-                f"one of {list(choices)}",
+                f"one of {choices}",
             )
         valid = field.metadata.get("valid")
         if valid is None:
