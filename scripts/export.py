@@ -26,7 +26,6 @@ from tupe_tf.utils import process_startup
 
 process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
-from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402
 
 import tupe_tf.export  # noqa: E402
@@ -117,16 +116,13 @@ def export(settings):
     )
 
 
-def export_from_flags(flag_values):
-    return export(config_flags.config_from_flags(ExportSettings, flag_values))
-
-
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
+    settings = config_flags.config_from_flags(ExportSettings)
     return cli.run_main(
-        export_from_flags,
-        flags.FLAGS,
-        lambda path: print(f"Exported {flags.FLAGS.format} to {path}"),
+        export,
+        settings,
+        lambda path: print(f"Exported {settings.format} to {path}"),
     )
 
 
