@@ -17,6 +17,14 @@ import tensorflow as tf
 from absl import logging
 
 from data_pipeline import dataset_options
+from data_pipeline import glue
+from tupe_tf.models.preset_check import check_preset
+from tupe_tf.models.preset_check import read_preset_json
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.models.tupe_text_classifier import TupeTextClassifier
+from tupe_tf.models.tupe_text_classifier_preprocessor import (
+    TupeTextClassifierPreprocessor,
+)
 from tupe_tf.training import config as config_lib
 from tupe_tf.training import distribution
 from tupe_tf.training import glue_metrics
@@ -29,9 +37,6 @@ from tupe_tf.utils.errors import UserError
 
 def _preset_backbone_config(preset):
     """The backbone config of `--preset`, after `check_preset`."""
-    from tupe_tf.models.preset_check import check_preset
-    from tupe_tf.models.preset_check import read_preset_json
-
     path = os.path.join(preset, "config.json")
     if not os.path.isfile(path):
         raise UserError(
@@ -69,8 +74,6 @@ def preset_preprocessor(preset, sequence_length):
     Raises:
         UserError: the preset has no tokenizer, or it cannot be loaded.
     """
-    import tupe_tf
-
     if not os.path.isfile(os.path.join(preset, "tokenizer.json")):
         raise UserError(
             f"--preset={preset!r} has no tokenizer (tokenizer.json), so "
@@ -79,7 +82,7 @@ def preset_preprocessor(preset, sequence_length):
             "scripts/pretrain.py."
         )
     return _load_from_preset(
-        tupe_tf.TupeTextClassifierPreprocessor,
+        TupeTextClassifierPreprocessor,
         preset,
         sequence_length=sequence_length,
     )
@@ -169,17 +172,13 @@ def _run_datasets(config, train, eval_splits, preprocessor, seed):
 def _compiled_classifier(config, task, features, total_steps, learning_rate):
     """The preset's backbone under a new classifier head, built on
     `features` and compiled (in the caller's strategy scope)."""
-    import tupe_tf
-
     # The preset stores float32; `dtype` overrides it for mixed precision
     # (variables stay float32, compute in bfloat16/float16). The global
     # policy makes the classifier head and the functional model follow;
     # `compile` then adds loss scaling for mixed_float16.
     policy = config.runtime.mixed_precision
-    backbone = _load_from_preset(
-        tupe_tf.TupeBackbone, config.preset, dtype=policy
-    )
-    model = tupe_tf.TupeTextClassifier(
+    backbone = _load_from_preset(TupeBackbone, config.preset, dtype=policy)
+    model = TupeTextClassifier(
         backbone,
         num_classes=task.num_classes,
         preprocessor=None,
@@ -301,8 +300,6 @@ def validate_glue_config(config):
     epochs as the recipe sets them for the task
     (`config.default_finetune_recipe`).
     """
-    from data_pipeline import glue
-
     task = glue.get_task(config.task)
     config.validate()
     if config.glue_dir and config.tfds_data_dir:
@@ -345,8 +342,6 @@ def validate_glue_config(config):
 def _load_split(config, task, split, max_examples):
     """`glue.load_glue` of the configured source (its refusals name the
     flag or file)."""
-    from data_pipeline import glue
-
     return glue.load_glue(
         task.name, split, config.glue_dir, config.tfds_data_dir, max_examples
     )
