@@ -39,9 +39,6 @@ class AlibiPositionBias(PositionBiasLayer):
         max_sequence_length: int. The longest sequence supported.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(1, 1, num_heads, n, n)`.
 

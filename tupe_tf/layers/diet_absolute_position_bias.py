@@ -24,9 +24,6 @@ class DietAbsolutePositionBias(SharedTables, PositionBiasLayer):
         initializer: initializer of the tables.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(units, 1, heads, n, n)`: `units` is 1 when shared
         by layers, else `num_layers`; `heads` is 1 for `head-wise`.

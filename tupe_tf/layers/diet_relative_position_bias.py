@@ -25,9 +25,6 @@ class DietRelativePositionBias(SharedTables, PositionBiasLayer):
         initializer: initializer of the tables.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(units, 1, heads, n, n)`.
 

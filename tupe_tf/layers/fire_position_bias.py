@@ -36,9 +36,6 @@ class FirePositionBias(PositionBiasLayer):
         initializer: initializer of the MLP kernels (biases start at 0).
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(1, 1, num_heads, n, n)`.
 

@@ -30,6 +30,9 @@ class PositionBiasLayer(keras.layers.Layer):
     Args:
         max_sequence_length: int. The longest sequence the layer supports.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
+
+    Call arguments (every subclass):
+        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
     """
 
     def __init__(self, max_sequence_length, **kwargs):

@@ -63,9 +63,6 @@ class RelativePositionBias(PositionBiasLayer):
             `num_buckets`.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor of shape `(1, 1, num_heads, n, n)`.
 

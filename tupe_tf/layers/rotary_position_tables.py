@@ -93,9 +93,6 @@ class RotaryPositionTables(PositionBiasLayer):
             otherwise.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(2, n, 1, head_dim)`: the cosines `[cos, cos]`,
         then the signed sines `[-sin, sin]`.

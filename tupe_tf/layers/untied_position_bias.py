@@ -75,9 +75,6 @@ class UntiedPositionBias(UntiedPositionOffsets):
         initializer: initializer of the table and projections.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(1, 1, num_heads, n, n)`.
 

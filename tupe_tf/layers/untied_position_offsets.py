@@ -29,9 +29,6 @@ class UntiedPositionOffsets(PositionBiasLayer):
         initializer: initializer of the table and projections.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
-    Call arguments:
-        inputs: any tensor of shape `(batch, n, ...)`; only `n` is used.
-
     Returns:
         A float32 tensor `(2, n, num_heads, head_dim)`: the query offsets,
         then the key offsets (`BiasedMultiHeadAttention`'s
