@@ -4,13 +4,13 @@ import json
 import os
 from pathlib import Path
 
-import matplotlib.image
 import pytest
 
 from tupe_tf.analysis import compare
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_report
 from tupe_tf.analysis import study_stats
+from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.utils.errors import UserError
@@ -107,81 +107,460 @@ XLA = dict(pretrain=dict(runtime=dict(jit_compile=True)))
 NO_GLUE = dict(finetune=dict(glue_dir=None))
 
 
-@pytest.mark.large
-def test_study_resumes_and_regenerates_from_results(tmp_path, tiny_data):
-    # One seed per variant (each XLA pre-training costs the suite time);
-    # the second seed comes with the extension below.
-    config = _config(tmp_path, tiny_data, seeds=[0], **XLA)
-    # Stop part-way, as an interrupted study would: the control's
-    # fine-tuning and bert's seed-0 pre-training are done.
-    compare.run_comparison(config, max_runs=2)
-    results = tmp_path / "results" / config.name
-    first = results / "pretrain" / "bert__seed0.json"
-    assert sorted(os.listdir(results / "pretrain")) == ["bert__seed0.json"]
-    stamp = first.stat().st_mtime_ns
-    out = compare.run_comparison(config)
-    assert first.stat().st_mtime_ns == stamp  # finished runs are skipped
-    assert out["pending"] == []
-    assert sorted(os.listdir(results / "pretrain")) == [
-        "bert__seed0.json",
-        "tupe-r__seed0.json",
-    ]
-    saved = json.loads(
-        (results / "pretrain" / "tupe-r__seed0.json").read_text()
-    )
-    assert saved["variant"] == "tupe-r" and saved["seed"] == 0
-    assert saved["num_train_steps"] == 4
-    assert saved["curve"]["steps"] == [2, 4]
-    assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
-    tuned = json.loads(
-        (
-            results
-            / "finetune"
-            / "tupe-r__pseed0__sst2__lr0.001__ep1__seed0.json"
-        ).read_text()
-    )
-    assert 0.0 <= tuned["score"] <= 1.0
+def _read(path):
+    return json.loads(Path(path).read_text())
 
-    tables = (results / "tables.md").read_text()
-    assert "| no-pretraining | 0.001 |" in tables  # the control row
-    assert "| tupe-r | 0 |" in tables
-    # A rerun does nothing new; --from_results rebuilds identical tables
-    # without the models.
-    figures = {p: open(p, "rb").read() for p in out["figures"]}
+
+def _evaluate(model_or_preset, files, vocab, length, **overrides):
+    """Held-out loss of a preset (or model), rebuilt with `overrides`."""
+    from tupe_tf.analysis import study_data
+
+    model = model_or_preset
+    if isinstance(model, str):
+        model = study_data.load_masked_lm(model)
+    if overrides:
+        model = study_data.rebuilt(model, overrides)
+    return study_data.evaluate_mlm(model, files, vocab, length)["loss"]
+
+
+def _recompute_from_models(config, data):
+    """The held-out losses the records hold, evaluated again from the
+    models on this machine (before the study loses them)."""
+    from tupe_tf.analysis import study_data
+    from tupe_tf.analysis import study_extension
+    from tupe_tf.analysis import study_plan
+    from tupe_tf.analysis.study_plan import Run
+
+    files, vocab = data["eval"], data["vocab"]
+    short, long = SEQ, 2 * SEQ
+    found = {"extend": {}, "scaled": {}}
+    for variant in ("bert", "rope"):
+        preset = study_plan.preset_dir(config, variant, 0)
+        run = Run("extend", variant, 0, pretrain_seed=0, steps=2)
+        extended = os.path.join(
+            study_extension.model_dir(config, run), "preset"
+        )
+        trained = study_data.load_masked_lm(preset)
+        # The rule's refill, done here by hand: rows 16-31 of the position
+        # table (bert's only) repeat rows 0-15.
+        refilled = study_data.rebuilt(trained, {})
+        tables = [w for w in refilled.weights if "position" in w.path]
+        assert len(tables) == (variant == "bert")
+        for table in tables:
+            value = table.numpy()
+            value[short:] = value[:short]
+            table.assign(value)
+        found["extend"][variant] = {
+            "trained": {
+                str(n): _evaluate(trained, files[n], vocab, n)
+                for n in (short, long)
+            },
+            "refilled": {
+                str(long): _evaluate(refilled, files[long], vocab, long)
+            },
+            "extended": {
+                str(n): _evaluate(extended, files[n], vocab, n)
+                for n in (short, long)
+            },
+        }
+    rope = study_data.load_masked_lm(study_plan.preset_dir(config, "rope", 0))
+    for scaling in ("linear", "ntk", "yarn"):
+        for n in (2 * SEQ, 4 * SEQ):
+            overrides = dict(
+                max_sequence_length=4 * SEQ,
+                rope_scaling=scaling,
+                rope_scaling_factor=n / SEQ,
+            )
+            if scaling == "yarn":
+                overrides["rope_trained_length"] = SEQ
+            model = study_data.rebuilt(rope, overrides)
+            assert model.backbone.rope_scaling == scaling
+            found["scaled"].setdefault(scaling, {})[str(n)] = _evaluate(
+                model, files[n], vocab, n
+            )
+    return found
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, tiny_data):
+    """One micro study of bert (fine-tuned) and rope, every model extended,
+    run through the stages a real study goes through: stopped part-way,
+    resumed, an old record completed, continued on a machine without its
+    models, and extended with a seed. Returns what each stage left, for
+    the tests below to check (each test once ran a study of its own)."""
     import shutil
 
-    shutil.rmtree(tmp_path / "runs")
-    os.remove(results / "tables.md")
-    again = compare.report(config)
-    assert (results / "tables.md").read_text() == tables
-    assert again["tables"] == out["tables"]
-    for path, data in figures.items():
-        assert open(path, "rb").read() == data
-        assert matplotlib.image.imread(path).shape[0] > 100
-    planned = len(compare.plan_runs(config))
-    assert f"Runs finished: {planned} of {planned} planned, {planned} on" in (
-        tables
-    )
-
-    # Extending one variant with a seed runs only that seed; the default
-    # plan's report then shows it and counts it as on record, not planned.
-    extended = _config(
-        tmp_path,
+    root = tmp_path_factory.mktemp("study")
+    config = _config(
+        root,
         tiny_data,
-        variants=["tupe-r"],
+        variants=["bert", "rope"],
+        seeds=[0],
+        extension_steps=2,
+        extension_train_files=tiny_data["eval"][2 * SEQ],
+        **XLA,
+    )
+    results = Path(config.study_results_dir)
+    stage = {"config": config, "results": results}
+
+    # Stopped part-way: the control's fine-tuning and bert's pre-training.
+    compare.run_comparison(config, max_runs=2)
+    stage["part_way"] = sorted(os.listdir(results / "pretrain"))
+    bert_record = results / "pretrain" / "bert__seed0.json"
+    stage["bert_stamp"] = bert_record.stat().st_mtime_ns
+
+    # Resumed to the end.
+    stage["out"] = compare.run_comparison(config)
+    stage["bert_stamp_resumed"] = bert_record.stat().st_mtime_ns
+    stage["pretrained"] = sorted(os.listdir(results / "pretrain"))
+    stage["records"] = {
+        str(p.relative_to(results)): _read(p) for p in results.glob("*/*.json")
+    }
+    stage["tables"] = (results / "tables.md").read_text()
+    stage["figures"] = {
+        p: open(p, "rb").read() for p in stage["out"]["figures"]
+    }
+    tuned = "bert__pseed0__sst2__lr0.001__ep1__seed0"
+    stage["glue_results"] = _read(
+        Path(config.study_output_dir) / "glue" / tuned / "sst2" / "results.json"
+    )
+    stage["recomputed"] = _recompute_from_models(config, tiny_data)
+
+    # A rope record from before the beyond-table lengths gets them from its
+    # model, without pre-training again.
+    rope_path = results / "pretrain" / "rope__seed0.json"
+    rope = stage["records"]["pretrain/rope__seed0.json"]
+    old = dict(
+        rope, heldout_loss_by_length=dict(rope["heldout_loss_by_length"])
+    )
+    del old["heldout_loss_by_length"][str(4 * SEQ)]
+    del old["rope_scaled_loss_by_length"]
+    study_records.write_json(str(rope_path), old)
+    compare.run_comparison(config)
+    stage["completed"] = _read(rope_path)
+
+    # A new machine without the models: the report from the records alone.
+    shutil.rmtree(root / "runs")
+    os.remove(results / "tables.md")
+    stage["report"] = compare.report(config)
+    stage["tables_again"] = (results / "tables.md").read_text()
+    stage["figures_again"] = {p: open(p, "rb").read() for p in stage["figures"]}
+
+    # There, the old rope record is pre-trained again (its model is gone),
+    # and a lost fine-tuning pre-trains its model again first.
+    study_records.write_json(str(rope_path), old)
+    (results / "finetune" / f"{tuned}.json").unlink()
+    compare.run_comparison(config)
+    stage["rope_again"] = _read(rope_path)
+    stage["bert_stamp_rerun"] = bert_record.stat().st_mtime_ns
+    stage["rerun"] = _read(results / "rerun" / "pretrain" / "bert__seed0.json")
+    stage["retuned"] = (results / "finetune" / f"{tuned}.json").is_file()
+    stage["findings"] = (results / "findings.md").read_text()
+
+    # Adding a seed to one variant, extended too, runs only that seed.
+    more = _config(
+        root,
+        tiny_data,
+        variants=["bert"],
         seeds=[0, 1],
+        extension_steps=2,
+        extension_seeds=[0, 1],
+        extension_train_files=tiny_data["eval"][2 * SEQ],
         pretrain=XLA["pretrain"],
         finetune=NO_GLUE["finetune"],
     )
-    extended_out = compare.run_comparison(extended)
-    assert extended_out["pending"] == []
-    # Its own report keeps the variant it did not name.
-    assert "| bert | 0 |" in extended_out["tables"]
-    assert sorted(os.listdir(results / "pretrain"))[-1] == "tupe-r__seed1.json"
-    assert first.stat().st_mtime_ns == stamp
-    tables = compare.report(config)["tables"]
-    assert "| tupe-r | 0,1 |" in tables
-    assert f"{planned} of {planned} planned, {planned + 1} on record" in tables
+    stage["more_out"] = compare.run_comparison(more)
+    stage["bert_stamp_more"] = bert_record.stat().st_mtime_ns
+    stage["pretrained_more"] = sorted(os.listdir(results / "pretrain"))
+    stage["extended_more"] = sorted(os.listdir(results / "extend"))
+    stage["records_more"] = {
+        str(p.relative_to(results)): _read(p) for p in results.glob("*/*.json")
+    }
+    stage["tables_more"] = compare.report(config)["tables"]
+    return stage
+
+
+def _pretrain_row(variant, runs):
+    """The pre-training table's row of `variant`, computed from its runs
+    here (one seed: the single values)."""
+    finals = sorted(r["final_val_loss"] for r in runs)
+    middle = finals[len(finals) // 2] if len(finals) % 2 else sum(finals) / 2
+    cell = f"{middle:.3f}"
+    if len(finals) > 1:
+        cell += f" [{finals[0]:.3f}, {finals[-1]:.3f}]"
+    seeds = ",".join(
+        str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"])
+    )
+    return f"| {variant} | {seeds} | {cell} |"
+
+
+@pytest.mark.large
+def test_study_resumes_and_regenerates_from_results(study):
+    assert study["part_way"] == ["bert__seed0.json"]
+    assert study["bert_stamp_resumed"] == study["bert_stamp"]  # skipped
+    assert study["out"]["pending"] == []
+    assert study["pretrained"] == ["bert__seed0.json", "rope__seed0.json"]
+    saved = study["records"]["pretrain/bert__seed0.json"]
+    assert saved["variant"] == "bert" and saved["seed"] == 0
+    assert saved["num_train_steps"] == 4
+    assert saved["curve"]["steps"] == [2, 4]
+    assert saved["final_val_loss"] == saved["curve"]["val_loss"][-1]
+    assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
+    # The fine-tuning's score: its last epoch's, the fine-tuning's own
+    # results, and a share of the 24 dev sentences.
+    tuned = study["records"][
+        "finetune/bert__pseed0__sst2__lr0.001__ep1__seed0.json"
+    ]
+    own = study["glue_results"]["runs"][0]
+    assert tuned["score"] == own["dev"]["validation"]["accuracy"]
+    assert tuned["score_per_epoch"] == [tuned["score"]]
+    assert tuned["score"] * 24 == pytest.approx(round(tuned["score"] * 24))
+    control = study["records"][
+        "finetune/no-pretraining__pseed0__sst2__lr0.001__ep1__seed0.json"
+    ]
+    tables = study["tables"]
+    assert (
+        f"| no-pretraining | 0.001 | {control['score']:.3f} | control |"
+        in tables
+    )
+    assert f"| bert | 0.001 | {tuned['score']:.3f} | " in tables
+    assert _pretrain_row("bert", [saved]) + " reference |" in tables
+    # --from_results, without the models, rebuilds identical tables and
+    # figures, and the figures plot the records.
+    assert study["tables_again"] == tables
+    assert study["report"]["tables"] == study["out"]["tables"]
+    assert study["figures_again"] == study["figures"]
+    _assert_figures_plot_the_records(study)
+    planned = len(compare.plan_runs(study["config"]))
+    assert (
+        f"Runs finished: {planned} of {planned} planned, {planned} on" in tables
+    )
+
+    # Adding a seed to bert ran only that seed; the report keeps rope,
+    # which that run did not name, and the default plan's report counts
+    # the new runs as on record, not planned.
+    assert study["more_out"]["pending"] == []
+    assert study["pretrained_more"] == [
+        "bert__seed0.json",
+        "bert__seed1.json",
+        "rope__seed0.json",
+    ]
+    assert study["bert_stamp_more"] == study["bert_stamp"]
+    more = study["records_more"]
+    rope = more["pretrain/rope__seed0.json"]
+    assert _pretrain_row("rope", [rope]) in study["more_out"]["tables"]
+    berts = [
+        more["pretrain/bert__seed0.json"],
+        more["pretrain/bert__seed1.json"],
+    ]
+    assert _pretrain_row("bert", berts) + " reference |" in study["tables_more"]
+    assert (
+        f"{planned} of {planned} planned, {planned + 2} on record"
+        in (study["tables_more"])
+    )
+
+
+def _assert_figures_plot_the_records(study):
+    """Each figure's lines are the records' numbers, and the PNG shows it."""
+    import numpy as np
+
+    from tests.figure_check import assert_png_shows
+    from tupe_tf.analysis import study_figures
+
+    config = study["config"]
+    records = study["records"]
+    pretrain = [records[f"pretrain/{v}__seed0.json"] for v in ("bert", "rope")]
+    order = ["bert", "rope"]
+    # The PNGs as the study wrote them then (a later stage redraws them).
+    loss_png, length_png, glue_png = study["figures"].values()
+    figure = study_figures.draw_loss_bands(pretrain, order, config.plateau_loss)
+    lines = {line.get_label(): line for line in figure.axes[0].lines}
+    for run in pretrain:
+        line = lines[f"{run['variant']} (n=1)"]
+        np.testing.assert_allclose(line.get_xdata(), run["curve"]["steps"])
+        np.testing.assert_allclose(line.get_ydata(), run["curve"]["val_loss"])
+    assert_png_shows(loss_png, figure)
+    figure = study_figures.draw_extrapolation(pretrain, order, SEQ)
+    lines = {line.get_label(): line for line in figure.axes[0].lines}
+    for run in pretrain:
+        losses = run["heldout_loss_by_length"]
+        lengths = sorted(losses, key=int)
+        errorbar = [
+            c
+            for c in figure.axes[0].containers
+            if c.get_label() == run["variant"]
+        ]
+        np.testing.assert_allclose(
+            errorbar[0].lines[0].get_ydata(), [losses[n] for n in lengths]
+        )
+    scaled = pretrain[1]["rope_scaled_loss_by_length"]
+    for scaling, losses in scaled.items():
+        np.testing.assert_allclose(
+            lines[f"rope + {scaling}"].get_ydata(),
+            [losses[n] for n in sorted(losses, key=int)],
+        )
+    assert_png_shows(length_png, figure)
+    glue = study_summary.glue_summary(
+        config,
+        [r for k, r in records.items() if k.startswith("finetune/")],
+        order,
+    )
+    figure = study_figures.draw_glue(glue)
+    points = [line for line in figure.axes[0].lines if line.get_marker() == "o"]
+    tuned = records["finetune/bert__pseed0__sst2__lr0.001__ep1__seed0.json"]
+    np.testing.assert_allclose(points[0].get_ydata(), [tuned["score"]])
+    assert_png_shows(glue_png, figure)
+
+
+@pytest.mark.large
+def test_a_missing_model_is_pretrained_again_for_its_finetuning(study):
+    # The fine-tuning lost on the machine without models ran again after
+    # bert's pre-training ran again; the recorded pre-training is kept and
+    # the new one, in rerun/, reproduces it.
+    assert study["retuned"]
+    assert study["bert_stamp_rerun"] == study["bert_stamp"]
+    recorded = study["records"]["pretrain/bert__seed0.json"]
+    rerun = study["rerun"]
+    assert (rerun["variant"], rerun["seed"]) == ("bert", 0)
+    assert rerun["curve"]["steps"] == recorded["curve"]["steps"]
+    assert rerun["final_val_loss"] == pytest.approx(
+        recorded["final_val_loss"], abs=1e-3
+    )
+    final = abs(rerun["final_val_loss"] - recorded["final_val_loss"])
+    held = max(
+        abs(rerun["heldout_loss_by_length"][n] - v)
+        for n, v in recorded["heldout_loss_by_length"].items()
+    )
+    assert (
+        f"1 pre-training run again (its model was not on the machine; "
+        f"`rerun/`) reproduces its record's final validation loss to "
+        f"{final:.1e} and held-out losses to {held:.1e}."
+    ) in " ".join(study["findings"].split())  # wrapped lines joined
+
+
+@pytest.mark.large
+def test_length_free_options_are_evaluated_past_the_tables_and_extended(study):
+    config = study["config"]
+    assert [r.key for r in compare.plan_runs(config)][-2:] == [
+        "extend/bert__seed0__steps2",
+        "extend/rope__seed0__steps2",
+    ]
+    records = study["records"]
+    short, long = str(SEQ), str(2 * SEQ)
+    rows = []
+    for variant in ("bert", "rope"):
+        trained = records[f"pretrain/{variant}__seed0.json"]
+        record = records[f"extend/{variant}__seed0__steps2.json"]
+        losses = record["heldout_loss"]
+        assert record["length"] == 2 * SEQ and record["trained_length"] == SEQ
+        # Tokens per step kept: half the batch at twice the length.
+        assert record["global_batch_size"] == 4
+        assert record["curve"]["steps"] == [2]
+        for length in (short, long):
+            assert losses["trained"][length] == pytest.approx(
+                trained["heldout_loss_by_length"][length], abs=1e-5
+            )
+        # Every loss of the record is its model's, evaluated again here.
+        again = study["recomputed"]["extend"][variant]
+        for phase in ("trained", "refilled", "extended"):
+            for length, loss in losses[phase].items():
+                assert loss == pytest.approx(again[phase][length], abs=1e-5)
+        if variant == "rope":  # nothing bound to the length
+            assert record["grown_tables"] == {}
+        else:  # the input table's rows 16-31 refilled with rows 0-15
+            assert list(record["grown_tables"].values()) == [[SEQ, 2 * SEQ]]
+        before = losses["refilled"][long] - losses["trained"][short]
+        after = losses["extended"][long] - losses["extended"][short]
+        values = [
+            losses["trained"][short],
+            losses["trained"][long],
+            losses["refilled"][long],
+            losses["extended"][long],
+            losses["extended"][short],
+        ]
+        rows.append(
+            f"| {variant} | 2 | 0 | 0 | "
+            + " | ".join(f"{v:.3f}" for v in values)
+            + f" | {before:+.3f} | {after:+.3f} |"
+        )
+    tables = study["tables"]
+    assert f"Context extension {short} -> {long}" in tables
+    for row in rows:
+        assert row in tables
+    with pytest.raises(UserError, match="extension_train_files"):
+        config.replace(extension_train_files=None).validate()
+
+    # Length-free options past the tables; rope with each scaling.
+    rope = records["pretrain/rope__seed0.json"]
+    bert = records["pretrain/bert__seed0.json"]
+    lengths = [str(SEQ), str(2 * SEQ), str(4 * SEQ)]
+    assert sorted(rope["heldout_loss_by_length"], key=int) == lengths
+    assert sorted(bert["heldout_loss_by_length"], key=int) == lengths[:2]
+    scaled = rope["rope_scaled_loss_by_length"]
+    for scaling, losses in study["recomputed"]["scaled"].items():
+        assert scaled[scaling] == pytest.approx(losses, abs=1e-5)
+    assert f"length {4 * SEQ} (past the tables)" in tables
+    yarn = scaled["yarn"]
+    assert (
+        f"| rope + yarn | as rope | {yarn[str(2 * SEQ)]:.3f} | "
+        f"{yarn[str(4 * SEQ)]:.3f} |"
+    ) in tables
+
+    # The old record was completed from its model, not pre-trained again;
+    # without its model, it was pre-trained again.
+    completed = study["completed"]
+    assert completed["curve"] == rope["curve"]
+    assert completed["wall_seconds"] == rope["wall_seconds"]
+    assert completed["heldout_loss_by_length"] == rope["heldout_loss_by_length"]
+    assert completed["rope_scaled_loss_by_length"] == scaled
+    again = study["rope_again"]
+    assert str(4 * SEQ) in again["heldout_loss_by_length"]
+    assert again["wall_seconds"] != rope["wall_seconds"]
+
+    # The seed added later was extended too: the table gives the gaps'
+    # spread over both seeds.
+    more = study["records_more"]
+    assert study["extended_more"] == [
+        "bert__seed0__steps2.json",
+        "bert__seed1__steps2.json",
+        "rope__seed0__steps2.json",
+    ]
+    gaps = []
+    for seed in (0, 1):
+        losses = more[f"extend/bert__seed{seed}__steps2.json"]["heldout_loss"]
+        gaps.append(
+            (
+                losses["refilled"][long] - losses["trained"][short],
+                losses["extended"][long] - losses["extended"][short],
+            )
+        )
+    before = sorted(b for b, _ in gaps)
+    after = sorted(a for _, a in gaps)
+    spread = "{:+.3f} [{:+.3f}, {:+.3f}]"
+    assert (
+        " | "
+        + spread.format(sum(before) / 2, *before)
+        + " | "
+        + spread.format(sum(after) / 2, *after)
+        + " |"
+    ) in study["tables_more"]
+    assert "| bert | 2 | 0,1 | 0,1 |" in study["tables_more"]
+
+
+@pytest.mark.large
+def test_runs_on_other_data_are_refused(study, tiny_data, tmp_path):
+    results = study["results"]
+    before = sorted(str(p) for p in results.glob("*/*.json"))
+    other = tmp_path / "other_vocab.txt"
+    other.write_text(open(tiny_data["vocab"]).read() + "zzzextra\n")
+    # A seed to add, on changed data.
+    changed = study["config"].replace(
+        seeds=[0, 2], pretrain=dict(vocab_file=str(other))
+    )
+    with pytest.raises(UserError, match="data changed"):
+        compare.run_comparison(changed)
+    # Nothing was trained on the changed data.
+    assert sorted(str(p) for p in results.glob("*/*.json")) == before
 
 
 def test_plan_runs_the_core_variants_first_each_fine_tuned_at_once(
@@ -256,150 +635,6 @@ def test_fine_tuned_variants_default_to_the_core_four(tmp_path, tiny_data):
         if run.kind != "pretrain"
     }
     assert tuned == {CONTROL, "bert", "diet-rel"}
-
-
-@pytest.mark.large
-def test_a_missing_model_is_pretrained_again_for_its_finetuning(
-    tmp_path, tiny_data
-):
-    import shutil
-
-    config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
-    # The control's fine-tuning and bert's pre-training, as a session that
-    # stopped there; then a new machine without the models.
-    compare.run_comparison(config, max_runs=2)
-    results = tmp_path / "results" / config.name
-    pretrained = results / "pretrain" / "bert__seed0.json"
-    stamp = pretrained.stat().st_mtime_ns
-    shutil.rmtree(tmp_path / "runs")
-    out = compare.run_comparison(config)
-    assert out["pending"] == []
-    assert pretrained.stat().st_mtime_ns != stamp  # pre-trained again
-    assert (
-        results / "finetune" / "bert__pseed0__sst2__lr0.001__ep1__seed0.json"
-    ).is_file()
-
-
-def _assert_extended_to_the_tables_length(config):
-    """The extension runs of a study of rope and bert (`extension_steps=2`):
-    last in the plan, in the variants' order."""
-    assert [r.key for r in compare.plan_runs(config)][-2:] == [
-        "extend/rope__seed0__steps2",
-        "extend/bert__seed0__steps2",
-    ]
-    results = Path(config.study_results_dir)
-    short, long = str(SEQ), str(2 * SEQ)
-    for variant in ("bert", "rope"):
-        trained = json.loads(
-            (results / "pretrain" / f"{variant}__seed0.json").read_text()
-        )
-        record = json.loads(
-            (results / "extend" / f"{variant}__seed0__steps2.json").read_text()
-        )
-        losses = record["heldout_loss"]
-        assert record["length"] == 2 * SEQ and record["trained_length"] == SEQ
-        # Tokens per step kept: half the batch at twice the length.
-        assert record["global_batch_size"] == 4
-        assert record["curve"]["steps"] == [2]
-        for length in (short, long):
-            assert losses["trained"][length] == pytest.approx(
-                trained["heldout_loss_by_length"][length], abs=1e-5
-            )
-        assert losses["extended"][long] != losses["trained"][long]
-        if variant == "rope":  # nothing bound to the length
-            assert record["grown_tables"] == {}
-            assert losses["refilled"][long] == pytest.approx(
-                losses["trained"][long], abs=1e-6
-            )
-        else:  # the input table's rows 16-31 refilled with rows 0-15
-            assert list(record["grown_tables"].values()) == [[SEQ, 2 * SEQ]]
-            assert losses["refilled"][long] != losses["trained"][long]
-    tables = (results / "tables.md").read_text()
-    assert f"Context extension {short} -> {long}" in tables
-    assert "| rope | 2 |" in tables
-    with pytest.raises(UserError, match="extension_train_files"):
-        config.replace(extension_train_files=None).validate()
-
-
-@pytest.mark.large
-def test_length_free_options_are_evaluated_past_the_tables_and_extended(
-    tmp_path, tiny_data
-):
-    import shutil
-
-    # The same study extends each model to the tables' length (one study
-    # for both: each pre-training costs the suite time).
-    config = _config(
-        tmp_path,
-        tiny_data,
-        variants=["rope", "bert"],
-        seeds=[0],
-        extension_steps=2,
-        extension_train_files=tiny_data["eval"][2 * SEQ],
-        **NO_GLUE,
-    )
-    compare.run_comparison(config)
-    _assert_extended_to_the_tables_length(config)
-    results = tmp_path / "results" / config.name / "pretrain"
-    rope = json.loads((results / "rope__seed0.json").read_text())
-    bert = json.loads((results / "bert__seed0.json").read_text())
-    lengths = [str(SEQ), str(2 * SEQ), str(4 * SEQ)]
-    assert sorted(rope["heldout_loss_by_length"], key=int) == lengths
-    assert sorted(bert["heldout_loss_by_length"], key=int) == lengths[:2]
-    scaled = rope["rope_scaled_loss_by_length"]
-    assert sorted(scaled) == ["linear", "ntk", "yarn"]
-    for losses in scaled.values():
-        assert sorted(losses, key=int) == lengths[1:]
-        # A scaling changes the model's positions past the training length.
-        assert (
-            losses[str(4 * SEQ)] != rope["heldout_loss_by_length"][str(4 * SEQ)]
-        )
-    tables = (results.parent / "tables.md").read_text()
-    assert f"length {4 * SEQ} (past the tables)" in tables
-    assert "| rope + yarn | as rope |" in tables
-
-    # A record from before the beyond-table lengths gets them from its
-    # model, without pre-training again.
-    old = dict(
-        rope, heldout_loss_by_length=dict(rope["heldout_loss_by_length"])
-    )
-    del old["heldout_loss_by_length"][str(4 * SEQ)]
-    del old["rope_scaled_loss_by_length"]
-    study_records.write_json(str(results / "rope__seed0.json"), old)
-    compare.run_comparison(config)
-    again = json.loads((results / "rope__seed0.json").read_text())
-    assert again["curve"] == rope["curve"]
-    assert again["wall_seconds"] == rope["wall_seconds"]
-    assert again["heldout_loss_by_length"] == rope["heldout_loss_by_length"]
-    assert again["rope_scaled_loss_by_length"] == scaled
-    # Without its model, the run is pre-trained again.
-    study_records.write_json(str(results / "rope__seed0.json"), old)
-    shutil.rmtree(tmp_path / "runs")
-    compare.run_comparison(config)
-    again = json.loads((results / "rope__seed0.json").read_text())
-    assert str(4 * SEQ) in again["heldout_loss_by_length"]
-    assert again["wall_seconds"] != rope["wall_seconds"]
-
-
-@pytest.mark.large
-def test_runs_on_other_data_are_refused(tmp_path, tiny_data):
-    config = _config(tmp_path, tiny_data, variants=["bert"], seeds=[0])
-    compare.run_comparison(config, max_runs=1)
-    other = tmp_path / "other_vocab.txt"
-    other.write_text(open(tiny_data["vocab"]).read() + "zzzextra\n")
-    changed = _config(
-        tmp_path,
-        tiny_data,
-        variants=["bert"],
-        seeds=[0],
-        pretrain=dict(vocab_file=str(other)),
-    )
-    with pytest.raises(UserError, match="data changed"):
-        compare.run_comparison(changed)
-    # Nothing was trained on the changed data.
-    assert os.listdir(tmp_path / "results" / config.name / "finetune") == [
-        "no-pretraining__pseed0__sst2__lr0.001__ep1__seed0.json"
-    ]
 
 
 def test_variants_come_from_the_option_table():
@@ -501,7 +736,7 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
         # Another pre-training seed's model: pooled only when listed.
         + runs("bert", 1e-3, [0.90, 0.91, 0.92], pretrain_seed=1)
     )
-    rows = study_report.glue_summary(config, finetune, ["bert"])["sst2"]
+    rows = study_summary.glue_summary(config, finetune, ["bert"])["sst2"]
     assert rows[CONTROL]["learning_rate"] == 3e-4
     assert rows["bert"]["learning_rate"] == 1e-3
     assert rows["bert"]["median_by_rate"] == {3e-4: 0.70, 1e-3: 0.72}
@@ -515,7 +750,7 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table
     config.glue_pretrain_seeds = [0, 1]
-    rows = study_report.glue_summary(config, finetune, ["bert"])["sst2"]
+    rows = study_summary.glue_summary(config, finetune, ["bert"])["sst2"]
     assert rows["bert"]["score"]["median"] == pytest.approx(0.815)
     assert rows["bert"]["runs"] == 6
     table = study_report.render_tables(config, [], finetune, ["bert"])
@@ -559,3 +794,97 @@ def test_a_damaged_result_file_is_refused_naming_it(tmp_path):
         f.write('{"variant": "be')
     with pytest.raises(UserError, match="bert__seed0.json cannot be read"):
         compare.report(config)
+
+
+def test_plan_extends_each_listed_pretraining_seed(tmp_path, tiny_data):
+    config = _config(
+        tmp_path,
+        tiny_data,
+        variants=["bert", "rope"],
+        seeds=[0, 1],
+        other_seeds=[0, 1],
+        extension_steps=2,
+        extension_seeds=[0, 1],
+        extension_train_files=tiny_data["eval"][2 * SEQ],
+        **NO_GLUE,
+    )
+    config.validate()
+    assert [r.key for r in compare.plan_runs(config)][-4:] == [
+        "extend/bert__seed0__steps2",
+        "extend/rope__seed0__steps2",
+        "extend/bert__seed1__steps2",
+        "extend/rope__seed1__steps2",
+    ]
+    # Unset: the first seed's models only.
+    first = config.replace(extension_seeds=None)
+    assert [r.key for r in compare.plan_runs(first) if r.kind == "extend"] == [
+        "extend/bert__seed0__steps2",
+        "extend/rope__seed0__steps2",
+    ]
+    with pytest.raises(UserError, match=r"--extension_seeds \[3\]"):
+        config.replace(extension_seeds=[3]).validate()
+
+
+def _extension_record(variant, seed, trained, refilled, extended):
+    """An extension record with held-out losses (64, 256) as trained and
+    extended, and at 256 refilled."""
+    return {
+        "variant": variant,
+        "seed": seed,
+        "num_train_steps": 500,
+        "heldout_loss": {
+            "trained": {"64": trained[0], "256": trained[1]},
+            "refilled": {"256": refilled},
+            "extended": {"64": extended[0], "256": extended[1]},
+        },
+    }
+
+
+def _pretraining_record(variant, seed, final):
+    return {
+        "variant": variant,
+        "seed": seed,
+        "curve": {"steps": [100, 200], "val_loss": [6.0, final]},
+        "final_val_loss": final,
+        "heldout_loss_by_length": {},
+    }
+
+
+def test_extension_gaps_are_spread_over_seeds_and_plateau_seeds_flagged():
+    from tupe_tf.analysis import study_extension
+    from tupe_tf.analysis import study_findings
+
+    config = compare.CompareConfig()
+    # tupe-a: seed 0 never left the plateau (5.6 > 5.4) and keeps its gap
+    # (+0.125 -> +0.125); seed 1 left it and narrows (+0.5 -> +0.25).
+    # nope: +0.0625 -> +0.03125 at both seeds.
+    extensions = [
+        _extension_record("tupe-a", 0, (6.5, 6.6), 6.625, (6.25, 6.375)),
+        _extension_record("tupe-a", 1, (6.0, 6.6), 6.5, (5.75, 6.0)),
+        _extension_record("nope", 0, (6.5, 6.6), 6.5625, (6.4375, 6.46875)),
+        _extension_record("nope", 1, (6.5, 6.6), 6.5625, (6.4375, 6.46875)),
+    ]
+    pretrain = [
+        _pretraining_record("tupe-a", 0, 5.6),
+        _pretraining_record("tupe-a", 1, 5.2),
+        _pretraining_record("nope", 0, 5.8),
+        _pretraining_record("nope", 1, 5.8),
+    ]
+    order = ["tupe-a", "nope"]
+    table = study_extension.render_table(config, extensions, pretrain, order)
+    assert (
+        "| tupe-a | 500 | 0,1 | 0 | 6.250 [6.000, 6.500] | 6.600 [6.600, 6.600] | "
+        "6.562 [6.500, 6.625] | 6.188 [6.000, 6.375] | 6.000 [5.750, 6.250] | "
+        "+0.312 [+0.125, +0.500] | +0.188 [+0.125, +0.250] |"
+    ) in table
+    assert "| nope | 500 | 0,1 | 0,1 | 6.500 [6.500, 6.500] | " in table
+    text = study_findings.Findings(
+        config, pretrain, [], extensions, [], order
+    ).extension()
+    assert "(`extend/`, 2 seeds each)" in text
+    assert "`nope` (no positions) +0.062 [+0.062, +0.062] -> +0.031 [" in text
+    assert (
+        "narrowed in some seeds: `tupe-a` +0.312 [+0.125, +0.500] -> "
+        "+0.188 [+0.125, +0.250]"
+    ) in text
+    assert "pre-training left the plateau: `tupe-a` 1; every other" in text

@@ -4,8 +4,8 @@ Each (variant, seed) pre-training and each fine-tuning run writes its own
 small JSON file under `<results_dir>/<study name>/`; a rerun skips the runs
 whose file exists, so the study can be stopped and extended run by run
 (`seeds`, `other_seeds`, `glue_seeds`). Models go under `output_dir` and
-are not needed to rebuild the tables and figures: `report` reads only the
-JSON files (`scripts/compare.py --from_results`). By default the results
+are not needed to rebuild the tables, findings and figures: `report` reads
+only the JSON files (`scripts/compare.py --from_results`). By default the results
 and figures go under `output_dir` too.
 
 The study is split by step; this module is its public entry:
@@ -17,7 +17,10 @@ The study is split by step; this module is its public entry:
 - `study_runner`: pre-training and fine-tuning runs (`run_comparison`);
 - `study_records`: the per-run JSON files and the settings and data
   they must share;
-- `study_report`: summaries, markdown tables and figures (`report`);
+- `study_report`: markdown tables, findings and figures (`report`);
+- `study_summary`, `study_findings`: the spreads over seeds the tables
+  and the findings are written from, and the findings in words;
+- `study_extension`: the context extension runs and their table;
 - `study_data`, `study_stats`, `study_figures`: the held-out split, the
   seed statistics and the figures.
 

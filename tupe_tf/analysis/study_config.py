@@ -166,10 +166,18 @@ class CompareConfig(Settings):
     extension_steps: int = setting(
         0,
         help="Steps of a second pre-training phase that extends every "
-        "variant's first-seed model to the tables' length (the longest "
-        "held-out length): --init_from its preset, tables refilled by the "
-        "rule of docs/spec.md, batches of the first phase's tokens per "
-        "step; 0: no extension.",
+        "variant's models of --extension_seeds to the tables' length (the "
+        "longest held-out length): --init_from its preset, tables refilled "
+        "by the rule of docs/spec.md, batches of the first phase's tokens "
+        "per step; 0: no extension.",
+        valid=at_least(0),
+    )
+    extension_seeds: Optional[Sequence[int]] = setting(
+        None,
+        help="Pre-training seeds whose models are extended (unset: the "
+        "first of --seeds); a model that is not on this machine is "
+        "pre-trained again first.",
+        element_type=int,
         valid=at_least(0),
     )
     extension_train_files: Optional[Sequence[str]] = setting(
@@ -214,10 +222,18 @@ class CompareConfig(Settings):
         help="Fraction of the corpus held out, by document.",
         valid=between(0, 1, low_open=True, high_open=True),
     )
+    findings_docs: Sequence[str] = setting(
+        (),
+        help="Markdown files whose findings blocks of this study (between "
+        "the markers of tupe_tf/analysis/study_findings.py) the report "
+        "rewrites from the records (the project's: README.md, "
+        "docs/results.md).",
+        element_type=str,
+    )
     from_results: bool = setting(
         False,
-        help="Only rebuild the tables and figures from the per-run JSON "
-        "files (no training, no models needed).",
+        help="Only rebuild the tables, findings and figures from the "
+        "per-run JSON files (no training, no models needed).",
     )
     max_runs: Optional[int] = setting(
         None,
@@ -303,6 +319,13 @@ class CompareConfig(Settings):
         return list(self.glue_pretrain_seeds)
 
     @property
+    def extended_pretrain_seeds(self):
+        """`extension_seeds`, or the first of `seeds` when unset."""
+        if self.extension_seeds is None:
+            return [self.seeds[0]]
+        return list(self.extension_seeds)
+
+    @property
     def eval_lengths(self):
         """The held-out lengths every model is built for and evaluated at."""
         length = self.pretrain.seq_length
@@ -378,14 +401,16 @@ class CompareConfig(Settings):
         if not self.seeds:
             raise UserError("--seeds must not be empty.")
         pretrained = set(self.seeds) | set(self.other_seeds)
-        stray = [
-            s for s in self.fine_tuned_pretrain_seeds if s not in pretrained
-        ]
-        if stray or not self.fine_tuned_pretrain_seeds:
-            raise UserError(
-                f"--glue_pretrain_seeds {stray or '(empty)'}: every seed must "
-                f"be one of --seeds or --other_seeds ({sorted(pretrained)})."
-            )
+        for flag, listed in (
+            ("--glue_pretrain_seeds", self.fine_tuned_pretrain_seeds),
+            ("--extension_seeds", self.extended_pretrain_seeds),
+        ):
+            stray = [s for s in listed if s not in pretrained]
+            if stray or not listed:
+                raise UserError(
+                    f"{flag} {stray or '(empty)'}: every seed must be one "
+                    f"of --seeds or --other_seeds ({sorted(pretrained)})."
+                )
         steps = self.pretrain.num_train_steps
         if self.eval_interval > steps:
             raise UserError(
@@ -415,6 +440,9 @@ class CompareConfig(Settings):
                 "needs extension_train_files: training shards of length "
                 f"{self.extension_length}."
             )
+        for path in self.findings_docs:
+            if not os.path.isfile(path):
+                raise UserError(f"--findings_docs {path!r} is not a file.")
         glue_dir = self.finetune.glue_dir
         if glue_dir is not None and not os.path.isdir(glue_dir):
             raise UserError(f"--glue_dir {glue_dir!r} is not a directory.")

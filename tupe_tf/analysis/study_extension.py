@@ -1,6 +1,7 @@
 """Context extension in the study: each model trained on, at a longer length.
 
-With `extension_steps`, every variant's first-seed model (trained at
+With `extension_steps`, every variant's model of each `extension_seeds`
+seed (default: the first of `seeds`; trained at
 `seq_length`, its position tables `extension_length` long) is extended to
 the tables' length by a second pre-training phase, as a user would run it
 (`--init_from` its preset, `docs/training.md`): the rows of the tables that
@@ -26,6 +27,7 @@ import time
 
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
+from tupe_tf.analysis import study_stats
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.utils.markdown import markdown_table
 
@@ -149,57 +151,120 @@ def load(config):
     return study_records.load_kind(config, KIND)
 
 
-def render_table(config, records, order):
+def gaps(record, short, long):
+    """`(before, after)`: how much worse a record's model does at `long`
+    than at `short`, with its tables refilled and after the second phase."""
+    losses = record["heldout_loss"]
+    return (
+        losses["refilled"][long] - losses["trained"][short],
+        losses["extended"][long] - losses["extended"][short],
+    )
+
+
+def _left_plateau(config, pretraining):
+    curve = pretraining["curve"]
+    exit_step = study_stats.plateau_exit_step(
+        curve["steps"], curve["val_loss"], config.plateau_loss
+    )
+    return exit_step is not None
+
+
+def summarize(config, records, pretrain, order):
+    """Per (variant, steps), in `order`: spreads over the extended seeds.
+
+    Returns a list of dicts with `variant`, `steps`, `seeds`, `on_plateau`
+    (the extended seeds whose pre-training never left the unigram plateau),
+    `losses` (`{column: spread}` of the held-out losses) and the `before`
+    and `after` spreads of `gaps`.
+    """
+    short = str(config.pretrain.seq_length)
+    long = str(config.extension_length)
+    pretrained = {(r["variant"], r["seed"]): r for r in pretrain}
+    rank = {variant: i for i, variant in enumerate(order)}
+    groups = {}
+    for record in records:
+        key = (record["variant"], record["num_train_steps"])
+        groups.setdefault(key, []).append(record)
+    rows = []
+    for (variant, steps), group in sorted(
+        groups.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0])
+    ):
+        group = sorted(group, key=lambda r: r["seed"])
+        columns = {
+            f"{short} as trained": ("trained", short),
+            f"{long} as trained": ("trained", long),
+            f"{long} tables refilled": ("refilled", long),
+            f"{long} extended": ("extended", long),
+            f"{short} extended": ("extended", short),
+        }
+        pairs = [gaps(r, short, long) for r in group]
+        rows.append(
+            {
+                "variant": variant,
+                "steps": steps,
+                "seeds": [r["seed"] for r in group],
+                "on_plateau": [
+                    r["seed"]
+                    for r in group
+                    if (variant, r["seed"]) in pretrained
+                    and not _left_plateau(
+                        config, pretrained[(variant, r["seed"])]
+                    )
+                ],
+                "losses": {
+                    name: study_stats.spread(
+                        [r["heldout_loss"][phase][n] for r in group]
+                    )
+                    for name, (phase, n) in columns.items()
+                },
+                "before": study_stats.spread([b for b, _ in pairs]),
+                "after": study_stats.spread([a for _, a in pairs]),
+            }
+        )
+    return rows
+
+
+def _seed_list(seeds):
+    return ",".join(str(s) for s in seeds) or "-"
+
+
+def render_table(config, records, pretrain, order):
     """The extension section of `tables.md` ('' without records)."""
     if not records:
         return ""
-    rank = {variant: i for i, variant in enumerate(order)}
-    records = sorted(
-        records,
-        key=lambda r: (rank.get(r["variant"], len(rank)), r["num_train_steps"]),
+    short = config.pretrain.seq_length
+    long = config.extension_length
+    rows = summarize(config, records, pretrain, order)
+    header = (
+        ["variant", "steps", "seeds", "seeds on the plateau"]
+        + list(rows[0]["losses"])
+        + [f"{long} - {short}, refilled", f"{long} - {short}, extended"]
     )
-    short = str(config.pretrain.seq_length)
-    long = str(config.extension_length)
-    header = [
-        "variant",
-        "steps",
-        f"{short} as trained",
-        f"{long} as trained",
-        f"{long} tables refilled",
-        f"{long} extended",
-        f"{short} extended",
-        f"{long} - {short}, refilled",
-        f"{long} - {short}, extended",
+    cells = [
+        [
+            row["variant"],
+            str(row["steps"]),
+            _seed_list(row["seeds"]),
+            _seed_list(row["on_plateau"]),
+        ]
+        + [study_stats.format_spread(s) for s in row["losses"].values()]
+        + [
+            study_stats.format_spread(row["before"], signed=True),
+            study_stats.format_spread(row["after"], signed=True),
+        ]
+        for row in rows
     ]
-    rows = []
-    for record in records:
-        losses = record["heldout_loss"]
-        refilled, extended = losses["refilled"][long], losses["extended"]
-        values = (
-            losses["trained"][short],
-            losses["trained"][long],
-            refilled,
-            extended[long],
-            extended[short],
-        )
-        gaps = (
-            refilled - losses["trained"][short],
-            extended[long] - extended[short],
-        )
-        rows.append(
-            [record["variant"], str(record["num_train_steps"])]
-            + [f"{value:.3f}" for value in values]
-            + [f"{gap:+.3f}" for gap in gaps]
-        )
+    threshold = config.plateau_loss - study_stats.PLATEAU_MARGIN
     return (
-        f"Context extension {short} -> {long}: held-out MLM loss of each "
-        f"variant's seed-{config.seeds[0]} model as trained at {short}, "
-        f"with its tables' never-trained rows refilled (docs/spec.md), and "
-        f"after `steps` more steps at {long} (batch "
-        f"{config.extension_batch_size}, the same tokens per step); "
-        f"`{long} - {short}`: how much worse the model does on the longer "
-        "inputs than on the trained ones, before and after the second "
-        "phase (the second phase also trains the model further, which "
-        f"the `{short} extended` column shows):\n\n"
-        + markdown_table(header, rows)
+        f"Context extension {short} -> {long}: held-out MLM loss, median "
+        "[min, max] over the extended pre-training seeds (`seeds`), of "
+        f"each model as trained at {short}, with its tables' never-trained "
+        f"rows refilled (docs/spec.md), and after `steps` more steps at "
+        f"{long} (batch {config.extension_batch_size}, the same tokens per "
+        f"step); `{long} - {short}`: per seed, how much worse the model "
+        "does on the longer inputs than on the trained ones, before and "
+        "after the second phase (which also trains the model further: the "
+        f"`{short} extended` column); `seeds on the plateau`: extended "
+        "seeds whose pre-training never reached a validation loss below "
+        f"{threshold:g}:\n\n" + markdown_table(header, cells)
     )

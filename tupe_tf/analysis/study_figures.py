@@ -17,7 +17,16 @@ def _colors(order):
 
 
 def plot_loss_bands(pretrain, order, plateau_loss, path):
-    """Validation loss per variant: median over seeds, min-max band, log-x."""
+    """`draw_loss_bands` saved as a PNG at `path`; returns `path`."""
+    return save_figure(
+        draw_loss_bands(pretrain, order, plateau_loss), path, metadata=_METADATA
+    )
+
+
+def draw_loss_bands(pretrain, order, plateau_loss):
+    """Validation loss per variant: median over seeds (one line per variant,
+    labelled `<variant> (n=<seeds>)`), min-max band, log-x. Returns the
+    figure."""
     colors = _colors(order)
     fig, ax = pyplot().subplots(figsize=(8, 5))
     for variant in order:
@@ -64,7 +73,7 @@ def plot_loss_bands(pretrain, order, plateau_loss, path):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    return save_figure(fig, path, metadata=_METADATA)
+    return fig
 
 
 def _plot_scaled_rope(ax, pretrain, colors):
@@ -91,7 +100,19 @@ def _plot_scaled_rope(ax, pretrain, colors):
 
 
 def plot_extrapolation(pretrain, order, seq_length, path):
-    """Held-out loss against evaluation length (median, min-max bars)."""
+    """`draw_extrapolation` saved as a PNG at `path`; returns `path`."""
+    return save_figure(
+        draw_extrapolation(pretrain, order, seq_length),
+        path,
+        metadata=_METADATA,
+    )
+
+
+def draw_extrapolation(pretrain, order, seq_length):
+    """Held-out loss against evaluation length: per variant its median over
+    seeds with min-max bars (an errorbar labelled with the variant, x
+    shifted a little per variant so bars do not overlap), and the rope
+    models with each scaling dashed. Returns the figure."""
     colors = _colors(order)
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
     for index, variant in enumerate(order):
@@ -136,7 +157,7 @@ def plot_extrapolation(pretrain, order, seq_length, path):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    return save_figure(fig, path, metadata=_METADATA)
+    return fig
 
 
 def plot_glue(glue, path):

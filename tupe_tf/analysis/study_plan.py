@@ -15,6 +15,10 @@ from typing import Optional
 from tupe_tf.analysis.study_config import CONTROL
 from tupe_tf.analysis.study_config import CORE_VARIANTS
 
+# Under the results directory: pre-trainings run again with their record
+# kept (`rerun_path`).
+RERUN_DIR = "rerun"
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:
@@ -57,8 +61,9 @@ def plan_runs(config):
     seed-`seeds[0]` pre-training followed at once by its fine-tuning; then
     the core variants' other seeds (each followed by its fine-tuning when
     it is one of `glue_pretrain_seeds`); then the remaining variants the
-    same way; last, with `extension_steps`, every variant's seed-`seeds[0]`
-    model extended to the tables' length (`study_extension`).
+    same way; last, with `extension_steps`, every variant's model of each
+    `extension_seeds` seed (default `seeds[0]`) extended to the tables'
+    length (`study_extension`), seed by seed.
     """
     variants = list(config.variants)
     first = config.seeds[0]
@@ -105,10 +110,11 @@ def plan_runs(config):
             Run(
                 "extend",
                 v,
-                first,
-                pretrain_seed=first,
+                seed,
+                pretrain_seed=seed,
                 steps=config.extension_steps,
             )
+            for seed in config.extended_pretrain_seeds
             for v in variants
         )
     seen, ordered = set(), []
@@ -122,6 +128,13 @@ def plan_runs(config):
 def result_path(config, run):
     """The JSON file of a finished run."""
     return os.path.join(config.study_results_dir, run.key + ".json")
+
+
+def rerun_path(config, run):
+    """Where a pre-training run again (its model gone) writes its record
+    when the run's own record exists: `rerun/<key>.json`, so the recorded
+    run stays the evidence and the pair shows how well it reproduces."""
+    return os.path.join(config.study_results_dir, RERUN_DIR, run.key + ".json")
 
 
 def finetune_output_dir(config, run):

@@ -10,35 +10,50 @@ Example:
 >>> print(report(CompareConfig())["tables"])  # doctest: +SKIP
 """
 
+import dataclasses
 import os
 
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
+from tupe_tf.analysis import study_findings
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
+from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
 from tupe_tf.analysis.study_config import REFERENCE
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.utils import fileio
 from tupe_tf.utils.markdown import markdown_table
 
+# Pre-trainings run again with their record kept (`study_plan.rerun_path`).
+RERUNS = os.path.join(study_plan.RERUN_DIR, "pretrain")
+
 
 def report(config):
     """Tables and figures from the per-run JSON files only.
 
-    Writes `<study_results_dir>/tables.md` and the figures under
-    `study_figures_dir`; returns a dict with `tables` (the markdown),
+    Writes `<study_results_dir>/tables.md`, the findings
+    (`write_findings`), the figures under `study_figures_dir` and the
+    findings blocks of `config.findings_docs`; returns a dict with `tables` (the markdown),
     `figures`, `total_wall_seconds`, `total_cpu_seconds`, `done` and
     `pending` (run keys of the plan).
     """
-    pretrain, finetune = study_records.load_results(config)
-    extensions = study_extension.load(config)
+    records = load_records(config)
+    pretrain, finetune, extensions, order = (
+        records.pretrain,
+        records.finetune,
+        records.extensions,
+        records.order,
+    )
     recorded = pretrain + finetune + extensions
-    # Variants on record stay in the tables and figures when a run names
-    # fewer (`--variants=rope` to add seeds must not drop the others).
-    on_record = {run["variant"] for run in recorded}
-    order = [v for v in VARIANTS if v in config.variants or v in on_record]
+    blocks = findings(config, records)
+    # Every file the report rewrites is checked before any is written.
+    docs = {
+        path: study_findings.updated_doc(path, config.name, blocks)
+        for path in config.findings_docs
+        if blocks
+    }
     planned = study_plan.plan_runs(config)
     done = {
         r.key
@@ -49,7 +64,9 @@ def report(config):
     total = sum(r["wall_seconds"] for r in recorded)
     cpu = sum(r.get("cpu_seconds", 0.0) for r in recorded)
     tables = render_tables(config, pretrain, finetune, order)
-    extension = study_extension.render_table(config, extensions, order)
+    extension = study_extension.render_table(
+        config, extensions, pretrain, order
+    )
     if extension:
         tables += "\n" + extension + "\n"
     # Runs beyond the plan (a variant extended with more seeds) are in the
@@ -67,6 +84,10 @@ def report(config):
     study_records.write_text(
         os.path.join(config.study_results_dir, "tables.md"), tables
     )
+    if blocks:
+        write_findings(config, records, blocks)
+    for path, text in docs.items():
+        study_records.write_text(os.path.abspath(path), text)
     if recorded:
         fileio.make_writable_directory(*figures)
     return {
@@ -77,6 +98,88 @@ def report(config):
         "done": sorted(done),
         "pending": pending,
     }
+
+
+@dataclasses.dataclass
+class Records:
+    """The study's finished-run dicts by kind, and the variants in table
+    order."""
+
+    pretrain: list
+    finetune: list
+    extensions: list
+    reruns: list
+    order: list
+
+
+def load_records(config):
+    """The study's `Records` (from the JSON files only)."""
+    pretrain, finetune = study_records.load_results(config)
+    extensions = study_extension.load(config)
+    # Variants on record stay in the tables and figures when a run names
+    # fewer (`--variants=rope` to add seeds must not drop the others).
+    on_record = {run["variant"] for run in pretrain + finetune + extensions}
+    order = [v for v in VARIANTS if v in config.variants or v in on_record]
+    reruns = study_records.load_kind(config, RERUNS)
+    return Records(pretrain, finetune, extensions, reruns, order)
+
+
+def findings(config, records=None):
+    """`{block: markdown}` of `study_findings.Findings` of the records."""
+    records = records or load_records(config)
+    return study_findings.Findings(
+        config,
+        records.pretrain,
+        records.finetune,
+        records.extensions,
+        records.reruns,
+        records.order,
+    ).blocks()
+
+
+def write_findings(config, records, blocks):
+    """Writes `findings.md` (of the `findings` `blocks`) and
+    `glue_other_selections.md` (where the records allow another
+    selection)."""
+    finetune, order = records.finetune, records.order
+    directory = config.study_results_dir
+    study_records.write_text(
+        os.path.join(directory, "findings.md"),
+        study_findings.render(config.name, blocks),
+    )
+    selections = render_glue_selections(config, finetune, order)
+    if selections:
+        study_records.write_text(
+            os.path.join(directory, "glue_other_selections.md"), selections
+        )
+
+
+def render_glue_selections(config, finetune, order):
+    """The GLUE tables under the other selections on record ('' if none)."""
+    sections = []
+    for title, view in study_findings.other_glue_selections(config, finetune):
+        tables = [
+            _glue_table(view, task, rows)
+            for task, rows in study_summary.glue_summary(
+                view, finetune, order
+            ).items()
+        ]
+        sections.append(
+            f"## {title[0].upper()}{title[1:]}\n\n" + "\n\n".join(tables)
+        )
+    if not sections:
+        return ""
+    rates = ", ".join(f"{lr:g}" for lr in config.finetune.learning_rates)
+    seeds = ", ".join(str(s) for s in config.fine_tuned_pretrain_seeds)
+    return (
+        "# GLUE under the other selections on record\n\nWritten from the "
+        "per-run JSON files beside this file by `scripts/compare.py`. "
+        f"[`tables.md`](tables.md) selects learning rate {rates} and the "
+        f"models of pre-training seed {seeds}; here are the same runs "
+        "under the other selections the records allow. Min-max intervals "
+        'widen with the number of runs pooled, which makes "no '
+        'difference" easier to reach.\n\n' + "\n\n".join(sections) + "\n"
+    )
 
 
 def draw_figures(config, pretrain, finetune, order):
@@ -105,132 +208,11 @@ def draw_figures(config, pretrain, finetune, order):
     if finetune:
         written.append(
             study_figures.plot_glue(
-                glue_summary(config, finetune, order),
+                study_summary.glue_summary(config, finetune, order),
                 os.path.join(figure_dir, "glue.png"),
             )
         )
     return written
-
-
-def _by_variant(runs, order):
-    grouped = {v: [] for v in order}
-    for run in runs:
-        if run["variant"] in grouped:
-            grouped[run["variant"]].append(run)
-    return grouped
-
-
-def _variant_summary(config, runs, bert_final):
-    """Spreads over one variant's pre-training seeds."""
-    curves = [r["curve"] for r in runs]
-    return {
-        "seeds": sorted(r["seed"] for r in runs),
-        "final": study_stats.spread([r["final_val_loss"] for r in runs]),
-        "reach_bert": study_stats.step_spread(
-            [
-                study_stats.first_step_at_or_below(
-                    c["steps"], c["val_loss"], bert_final
-                )
-                for c in curves
-            ],
-            config.pretrain.num_train_steps,
-        ),
-        "plateau_exit": study_stats.step_spread(
-            [
-                study_stats.plateau_exit_step(
-                    c["steps"], c["val_loss"], config.plateau_loss
-                )
-                for c in curves
-            ],
-            config.pretrain.num_train_steps,
-        ),
-        "by_length": {
-            length: study_stats.spread(
-                [r["heldout_loss_by_length"].get(str(length)) for r in runs]
-            )
-            for length in _all_lengths(config)
-        },
-    }
-
-
-def _all_lengths(config):
-    return config.eval_lengths + config.beyond_table_lengths
-
-
-def pretrain_summary(config, pretrain, order):
-    """Per variant: spreads over seeds of the study's figures."""
-    grouped = _by_variant(pretrain, order)
-    reference = grouped.get(REFERENCE, [])
-    bert_final = study_stats.spread([r["final_val_loss"] for r in reference])[
-        "median"
-    ]
-    return {
-        variant: _variant_summary(config, runs, bert_final)
-        for variant, runs in grouped.items()
-        if runs
-    }
-
-
-def _glue_runs(config, finetune, task, variant):
-    """The fine-tuning runs of one GLUE row under the configured sweep."""
-    recipe = config.glue_recipe()
-    return [
-        r
-        for r in finetune
-        if r["variant"] == variant
-        and r["task"] == task
-        and r["recipe"] == recipe
-        and r["learning_rate"] in config.finetune.learning_rates
-        and r["seed"] in config.finetune.seeds
-        and (
-            variant == CONTROL
-            or r["pretrain_seed"] in config.fine_tuned_pretrain_seeds
-        )
-    ]
-
-
-def _glue_row(variant, runs):
-    """One GLUE row: the best median learning rate's spread."""
-    by_lr = {}
-    for r in runs:
-        by_lr.setdefault(r["learning_rate"], []).append(r["score"])
-    spreads = {lr: study_stats.spread(v) for lr, v in by_lr.items()}
-    best = max(sorted(spreads), key=lambda lr: spreads[lr]["median"])
-    return {
-        "metric": runs[0]["metric"],
-        "learning_rate": best,
-        "score": spreads[best],
-        "runs": len(by_lr[best]),
-        # The control is not pre-trained: no seeds to list.
-        "pretrain_seeds": []
-        if variant == CONTROL
-        else sorted(
-            {r["pretrain_seed"] for r in runs if r["learning_rate"] == best}
-        ),
-        "median_by_rate": {lr: spreads[lr]["median"] for lr in sorted(spreads)},
-    }
-
-
-def glue_summary(config, finetune, order):
-    """`{task: {variant: {...}}}` with the selected learning rate's spread.
-
-    Selection rule: per (variant, task), the learning rate with the highest
-    median dev metric over fine-tuning seeds (ties: the smaller rate). The
-    runs of every pre-training seed in `glue_pretrain_seeds` are pooled;
-    `runs` counts them.
-    `median_by_rate` keeps every swept rate's median, so a reader sees what
-    the selection chose between.
-    """
-    summary = {}
-    for task in config.glue_tasks:
-        rows = {}
-        for variant in [CONTROL] + order:
-            runs = _glue_runs(config, finetune, task, variant)
-            if runs:
-                rows[variant] = _glue_row(variant, runs)
-        if rows:
-            summary[task] = rows
-    return summary
 
 
 def _pretrain_table(config, summary):
@@ -285,7 +267,7 @@ def _scaled_rope_rows(config, pretrain):
     rows = []
     for scaling in study_beyond_table.scalings("rope") if runs else []:
         cells = []
-        for n in _all_lengths(config):
+        for n in study_summary.all_lengths(config):
             losses = [
                 r[study_beyond_table.SCALED_KEY][scaling].get(str(n))
                 for r in runs
@@ -300,7 +282,7 @@ def _scaled_rope_rows(config, pretrain):
 
 
 def _length_table(config, summary, pretrain):
-    lengths = _all_lengths(config)
+    lengths = study_summary.all_lengths(config)
     header = ["variant"] + [_length_header(config, n) for n in lengths]
     rows = [
         [variant]
@@ -381,11 +363,13 @@ def _glue_table(config, task, rows):
 
 def render_tables(config, pretrain, finetune, order):
     """The study's markdown tables (deterministic given the JSON files)."""
-    summary = pretrain_summary(config, pretrain, order)
+    summary = study_summary.pretrain_summary(config, pretrain, order)
     sections = [
         _pretrain_table(config, summary),
         _length_table(config, summary, pretrain),
     ]
-    for task, rows in glue_summary(config, finetune, order).items():
+    for task, rows in study_summary.glue_summary(
+        config, finetune, order
+    ).items():
         sections.append(_glue_table(config, task, rows))
     return "\n\n".join(sections) + "\n"

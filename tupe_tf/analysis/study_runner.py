@@ -210,8 +210,9 @@ def _cpu_seconds():
     return usage.ru_utime + usage.ru_stime
 
 
-def _execute(config, run, data, beyond_table_data):
-    """Runs one run, writes its JSON file and the report; returns the dict."""
+def _execute(config, run, data, beyond_table_data, path=None):
+    """Runs one run, writes its JSON file (to `path`, default its result
+    path) and the report; returns the dict."""
     cpu = _cpu_seconds()
     if run.kind == study_extension.KIND:
         result = study_extension.run_extension(
@@ -219,7 +220,7 @@ def _execute(config, run, data, beyond_table_data):
         )
     elif run.kind == "pretrain":
         result = run_pretrain(config, run, data, beyond_table_data)
-        if run.seed == config.seeds[0]:
+        if run.seed == config.seeds[0] and path is None:
             try:
                 draw_bias_map(config, run)
             except Exception as error:  # a picture never stops a study
@@ -229,9 +230,10 @@ def _execute(config, run, data, beyond_table_data):
     # Process CPU time of all threads: with a busy machine, wall time
     # overstates the compute; CPU time over the cores bounds it.
     result["cpu_seconds"] = _cpu_seconds() - cpu
-    study_records.write_json(study_plan.result_path(config, run), result)
+    path = path or study_plan.result_path(config, run)
+    study_records.write_json(path, result)
     print(
-        f"[compare] {run.key} done in {result['wall_seconds']:.0f} s "
+        f"[compare] {os.path.relpath(path, config.study_results_dir)} done in {result['wall_seconds']:.0f} s "
         f"({result['cpu_seconds']:.0f} CPU s)",
         flush=True,
     )
@@ -279,7 +281,9 @@ def run_comparison(config: CompareConfig, max_runs=None):
 
     A fine-tuning or extension run whose pre-trained model is not on this
     machine (the study continues in a new checkout) first pre-trains that
-    model again with the same seed, replacing its JSON file. A finished pre-training
+    model again with the same seed; where the pre-training's record exists
+    it is kept and the new one goes to `study_plan.rerun_path` (the report
+    says how well the reruns reproduce their records). A finished pre-training
     run that lacks a beyond-table evaluation (`study_beyond_table`) gets
     it from its model, or is pre-trained again where the model is gone.
 
@@ -333,7 +337,14 @@ def run_comparison(config: CompareConfig, max_runs=None):
                 f"machine and {run.key} needs it",
                 flush=True,
             )
-            _execute(config, again, data, beyond_table_data)
+            recorded = os.path.isfile(study_plan.result_path(config, again))
+            _execute(
+                config,
+                again,
+                data,
+                beyond_table_data,
+                study_plan.rerun_path(config, again) if recorded else None,
+            )
         _execute(config, run, data, beyond_table_data)
     return study_report.report(config)
 

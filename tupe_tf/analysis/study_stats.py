@@ -77,13 +77,15 @@ def plateau_exit_step(steps, losses, plateau_loss, margin=PLATEAU_MARGIN):
     return first_step_at_or_below(steps, losses, plateau_loss - margin)
 
 
-def format_spread(s, digits=3):
-    """`median [low, high]`, or `median` for one value, or `-`."""
+def format_spread(s, digits=3, signed=False):
+    """`median [low, high]`, or `median` for one value, or `-`; `signed`
+    writes every value with its sign (`+0.052`)."""
     if s["median"] is None:
         return "-"
+    form = f"{'+' if signed else ''}.{digits}f"
     if s["n"] == 1:
-        return f"{s['median']:.{digits}f}"
-    return f"{s['median']:.{digits}f} [{s['low']:.{digits}f}, {s['high']:.{digits}f}]"
+        return format(s["median"], form)
+    return f"{s['median']:{form}} [{s['low']:{form}}, {s['high']:{form}}]"
 
 
 def step_spread(values, budget):

@@ -1,0 +1,431 @@
+"""The results page and the README's Results section follow from the records.
+
+Every number the prose of docs/results.md and README's Results section
+quotes is either in a block that `scripts/compare.py` writes from the
+records (`study_findings`; compared here with a fresh rendering) or in a
+phrase this test computes from the committed records, with the
+qualitative claims beside them checked against the records too. A number
+left over, typed by hand, fails the test.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tupe_tf.analysis import study_findings
+from tupe_tf.analysis import study_records
+from tupe_tf.analysis import study_report
+from tupe_tf.analysis import study_stats
+from tupe_tf.analysis import study_summary
+from tupe_tf.analysis.compare import CompareConfig
+from tupe_tf.training.config import ModelConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+# The blocks each document must carry.
+BLOCKS = {
+    "docs/results.md": ("answer", "details", "reproducibility"),
+    "README.md": ("readme",),
+}
+# Numbers in the prose that are not results of this project: the papers'
+# figures, citations, and facts of the model's definition.
+NOT_RESULTS = (
+    "30% of the steps of TUPE's Fig. 5a",  # the paper's figure
+    "pre-trained on 16 GB",  # the papers' corpus
+    "not their 1e-4",  # the papers' learning rate
+    "(Vaswani et al., 2017)",
+    "(bloc97, 2023)",
+    "(Chen et al., 2023)",
+    "(Peng et al., 2023)",
+    "entries up to 1, added to token embeddings of standard deviation 0.02",
+    "after one step at learning rate 0",  # the control, by construction
+)
+
+
+def _rate(value):
+    """1e-3 for 0.001, as the docs write learning rates."""
+    return re.sub(r"e-0*(\d)", r"e-\1", f"{value:.0e}")
+
+
+def _score(value):
+    """.766 / -.008: a dev score as the recipe table writes it."""
+    text = f"{value:.3f}".replace("0.", ".", 1)
+    return ".000" if text == "-.000" else text
+
+
+class Evidence:
+    """The committed records under `root`/docs/results and what they say."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        results = self.root / "docs" / "results"
+        self.config = CompareConfig(results_dir=str(results))
+        # The default settings are the committed study's (else refused).
+        study_records.check_study_settings(self.config)
+        self.study_dir = Path(self.config.study_results_dir)
+        self.records = study_report.load_records(self.config)
+        self.study = self._json(self.study_dir / "study.json")
+        self.data = self._json(self.study_dir / "data.json")
+        self.budget = [
+            self._json(p) for p in sorted(results.glob("budget/*.json"))
+        ]
+        self.recipe = [
+            self._json(p)
+            for p in sorted(results.glob("finetune_recipe/*.json"))
+        ]
+        short = results / "tiny_len64_steps1200"
+        self.short_study = self._json(short / "study.json")
+        self.short_runs = [
+            self._json(p) for p in sorted(short.glob("pretrain/*.json"))
+        ]
+        self.summary = study_summary.pretrain_summary(
+            self.config, self.records.pretrain, self.records.order
+        )
+
+    @staticmethod
+    def _json(path):
+        return json.loads(Path(path).read_text())
+
+    def threshold(self):
+        return self.config.plateau_loss - study_stats.PLATEAU_MARGIN
+
+    def left_plateau(self, curve):
+        return (
+            study_stats.first_step_at_or_below(
+                curve["steps"], curve["val_loss"], self.threshold()
+            )
+            is not None
+        )
+
+    def verdict(self, variant, reference):
+        return study_stats.compare_to(
+            self.summary[variant]["final"],
+            self.summary[reference]["final"],
+            True,
+        )
+
+    def runs(self, variant):
+        return {
+            r["seed"]: r
+            for r in self.records.pretrain
+            if r["variant"] == variant
+        }
+
+
+def _setup_phrases(e):
+    s = e.study
+    dims = ModelConfig(model_size=s["model_size"]).dims()
+    seq, longest = s["seq_length"], max(s["eval_lengths"])
+    stats = e.data["stats"]
+    tasks = {}
+    for r in e.records.finetune:
+        tasks.setdefault(r["task"], {})["train"] = r["num_train_examples"]
+    for r in e.recipe:
+        tasks.setdefault(r["task"], {})["dev"] = r["num_eval_examples"][
+            "validation"
+        ]
+    extension = {r["length"] for r in e.records.extensions}
+    (length,) = extension
+    tokens = {
+        r["global_batch_size"] * r["length"] for r in e.records.extensions
+    }
+    assert tokens == {
+        s["global_batch_size"] * seq
+    }  # "the first phase's tokens"
+    return [
+        f"`{s['model_size']}` ({dims['num_layers']} layers, hidden "
+        f"{dims['hidden_dim']}, {dims['num_heads']} heads, feed-forward "
+        f"{dims['intermediate_dim']})",
+        f"position tables end at {longest}, {longest // seq}x the training length",
+        f"length {seq}, batch {s['global_batch_size']}, "
+        f"{s['num_train_steps']:,} steps, AdamW with peak "
+        f"{_rate(s['learning_rate'])}, {s['warmup_ratio']:.0%} warm-up",
+        f"validation every {s['eval_interval']} steps over {s['eval_steps']} batches",
+        f"{stats['heldout_documents']} of "
+        f"{stats['heldout_documents'] + stats['train_documents']} documents "
+        f"({stats['heldout_characters']:,} characters, "
+        f"`--heldout_fraction={s['heldout_fraction']:g}`)",
+        f"factor = length / {seq}",
+        f"train {tasks['cola']['train']:,} and {tasks['sst2']['train']:,} "
+        f"examples, dev {tasks['cola']['dev']:,} and {tasks['sst2']['dev']:,}",
+        f"continues from its preset at length {length}",
+        f"on shards of length {length}",
+        f"these models have seen {s['num_train_steps'] * s['global_batch_size']:,} "
+        f"sequences of {seq} tokens",
+        "(1e-3, not their 1e-4)".replace("1e-3", _rate(s["learning_rate"]), 1),
+        f"lengths past {length // seq}x",
+    ]
+
+
+def _budget_phrases(e, text):
+    (header,) = re.findall(r"^\| run \|.*\|$", text, flags=re.M)
+    steps = [int(c) for c in header.strip("| ").split(" | ")[1:]]
+    phrases = [header]
+    for run in e.budget:
+        losses = dict(zip(run["curve"]["steps"], run["curve"]["val_loss"]))
+        assert set(steps) <= set(run["curve"]["steps"]) or not run["finished"]
+        cells = [f"{losses[n]:.3f}" if n in losses else "-" for n in steps]
+        phrases.append(
+            f"| {run['variant']}, peak {_rate(run['learning_rate'])} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    (seed,) = {run["seed"] for run in e.budget}
+    data = e.budget[0]["data"]
+    shard, shards = re.search(r"shard (\d+) of (\d+)", data).groups()
+    every, batches = re.search(
+        r"every (\d+) steps x (\d+) batches", data
+    ).groups()
+    intervals = {
+        b - a
+        for run in e.budget
+        for a, b in zip(run["curve"]["steps"], run["curve"]["steps"][1:])
+    }
+    assert intervals == {int(every)}
+    phrases.append(
+        f"`tiny`, seed {seed}, the default data (shard {shard} of {shards} held "
+        f"out), validation every {every} steps over {batches} batches"
+    )
+    bert = {
+        run["learning_rate"]: run
+        for run in e.budget
+        if run["variant"] == "bert"
+    }
+    higher = max(bert)
+    # Neither peak gets bert off the plateau within the higher one's steps.
+    assert not any(e.left_plateau(run["curve"]) for run in bert.values())
+    phrases.append(
+        f"A peak of {_rate(higher)} does not get BERT off the plateau sooner"
+    )
+    phrases.append(f"so the study uses {_rate(e.study['learning_rate'])}")
+    return phrases
+
+
+def _short_study_phrases(e):
+    steps = e.short_study["num_train_steps"]
+    variants = [r["variant"] for r in e.short_runs]
+    (seed,) = {r["seed"] for r in e.short_runs}
+    assert len(variants) == 2 and not any(
+        e.left_plateau(r["curve"]) for r in e.short_runs
+    )
+    leaving = [v for v in e.summary if e.summary[v]["plateau_exit"]["reached"]]
+    assert len(leaving) > 1  # "several variants leave it"
+    return [
+        f"A study of {steps:,} steps",
+        f"{study_findings.names(variants)} at seed {seed} only) left both on the plateau",
+        f"at {e.study['num_train_steps']:,} steps several variants leave it",
+    ]
+
+
+def _recipe_phrases(e):
+    names = {"cola": "CoLA MCC", "sst2": "SST-2 accuracy"}
+    phrases, final = [], {}
+    for record in e.recipe:
+        model = record["model"].split(" (")[0].split(" pre-trained")[0]
+        for run in record["runs"]:
+            scores = run["dev_per_epoch"]
+            phrases.append(
+                f"| {model} | {names[record['task']]} | {_rate(run['learning_rate'])} | "
+                + " ".join(_score(x) for x in scores)
+                + " |"
+            )
+            key = (model, record["task"], record["recipe"]["num_epochs"])
+            final.setdefault(key, []).append((run["learning_rate"], scores[-1]))
+    (recipe,) = {
+        (r["recipe"]["batch_size"], r["recipe"]["warmup_ratio"])
+        for r in e.recipe
+    }
+    phrases.append(
+        f"(batch {recipe[0]}, warm-up {recipe[1]:.0%}, linear decay)"
+    )
+    (steps,) = {r["num_train_steps"] for r in e.budget if r["finished"]}
+    assert all(
+        f"pre-trained {steps} steps" in r["model"]
+        for r in e.recipe
+        if "pre-trained" in r["model"]
+    )
+    phrases.append(f"the budget runs of section 1 at {steps:,} steps")
+    chosen = e.config.finetune
+    (epochs,) = {r["recipe"]["epochs"] for r in e.records.finetune}
+    assert all(r["num_train_examples"] for r in e.records.finetune)
+    assert e.study["glue_recipe"]["max_train_examples"] is None
+    phrases.append(
+        f"learning rate {_rate(chosen.learning_rates[0])}, {epochs} epochs, full "
+        "training sets"
+    )
+    # "3e-3 collapsed SST-2 to the majority class": at chance or below.
+    assert all(s <= 0.5 for lr, s in final[("bert", "sst2", 3)] if lr == 3e-3)
+    phrases.append("(3e-3 collapsed SST-2 to the majority class")
+    # "more CoLA epochs did not help" the control.
+    longer = max(s for _, s in final[("no pre-training", "cola", 10)])
+    assert longer <= max(s for _, s in final[("no pre-training", "cola", 3)])
+    phrases.append("more CoLA epochs did not help")
+    # "the model without pre-training fine-tunes as well as the pre-trained one".
+    for task in ("cola", "sst2"):
+        best = {
+            model: max(
+                s
+                for (m, t, _), runs in final.items()
+                if m == model and t == task
+                for _, s in runs
+            )
+            for model in ("bert", "no pre-training")
+        }
+        assert best["no pre-training"] >= best["bert"], task
+    phrases.append(
+        "the model without pre-training fine-tunes as well as the pre-trained one"
+    )
+    return phrases
+
+
+def _findings_phrases(e):
+    s = e.study
+    unigram = e.data["unigram_loss"]
+    phrases = [
+        f"the plateau is {e.config.plateau_loss:g} in those units and a model has "
+        f"left it below {e.threshold():g} (the unigram loss of the held-out "
+        f"targets is {unigram:.3f} per token)"
+    ]
+    # Sinusoidal is worse throughout: above bert at every point of every seed.
+    sinusoidal, bert = e.runs("sinusoidal"), e.runs("bert")
+    for seed, run in sinusoidal.items():
+        pairs = zip(run["curve"]["val_loss"], bert[seed]["curve"]["val_loss"])
+        assert all(a > b for a, b in pairs), seed
+    phrases.append("**Sinusoidal** is worse throughout")
+    # RoPE needs a scaling and NTK works: at every longer length NTK is below
+    # the plain model and linear and YaRN above it (medians over seeds).
+    rope = list(e.runs("rope").values())
+    scaled = rope[0]["rope_scaled_loss_by_length"]
+    for n in scaled["ntk"]:
+        plain = study_stats.spread(
+            [r["heldout_loss_by_length"][n] for r in rope]
+        )["median"]
+        median = {
+            k: study_stats.spread(
+                [r["rope_scaled_loss_by_length"][k][n] for r in rope]
+            )["median"]
+            for k in scaled
+        }
+        assert median["ntk"] < plain < min(median["linear"], median["yarn"]), n
+    phrases.append(
+        "**RoPE past its training length needs a scaling, and NTK is the one that "
+        "works here**; YaRN and linear interpolation"
+    )
+    phrases.append(
+        "linear interpolation, meant to be followed by fine-tuning at the new length, are worse than none"
+    )
+    # Section 5.
+    reach = e.summary["tupe-r"]["reach_bert"]["text"].split(" ")[0]
+    assert 0.30 < int(reach) / s["num_train_steps"] < 1
+    phrases.append("`tupe-r` reaches `bert`'s final loss in more than the")
+    for variant in ("diet-abs", "diet-rel"):
+        assert e.verdict(variant, "bert") == "no difference"
+    assert e.verdict("tupe-a-tie-cls", "tupe-a") == "no difference"
+    phrases.append(
+        "no difference** in pre-training loss from `bert` and `tupe-a`"
+    )
+    finals = {v: e.summary[v]["final"]["median"] for v in e.summary}
+    assert min(finals, key=finals.get) == "rope"
+    phrases.append("ends lowest at this scale")
+    assert e.verdict("nope", "bert") == "no difference"
+    phrases.append("shows no difference from `bert`")
+    assert e.verdict("sinusoidal", "bert") == "worse"
+    phrases.append("is worse than a learned table")
+    return phrases
+
+
+def _prose(text):
+    """`text` (flattened) without code, link targets and comments: the
+    words a reader takes as claims."""
+    text = re.sub(r"```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"<!--.*?-->", " ", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "`x`", text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def _flat(text):
+    return re.sub(r"\s+", " ", text)
+
+
+def problems(root):
+    """What in the docs under `root` does not follow from its records."""
+    e = Evidence(root)
+    blocks = study_report.findings(e.config, e.records)
+    found = []
+    texts = {}
+    for doc, names in BLOCKS.items():
+        text = (Path(root) / doc).read_text()
+        if doc == "README.md":
+            text = text[
+                text.index("## Results") : text.index(
+                    "\n## ", text.index("## Results") + 1
+                )
+            ]
+        texts[doc] = text
+        present = study_findings.doc_blocks(text, e.config.name)
+        for name in names:
+            if present.get(name) != blocks[name]:
+                found.append(f"{doc}: block {name!r} differs from the records")
+        findings_md = e.study_dir / "findings.md"
+        if findings_md.read_text() != study_findings.render(
+            e.config.name, blocks
+        ):
+            found.append(f"{findings_md} differs from the records")
+    results = texts["docs/results.md"]
+    phrases = (
+        _setup_phrases(e)
+        + _budget_phrases(e, results)
+        + _short_study_phrases(e)
+        + _recipe_phrases(e)
+        + _findings_phrases(e)
+    )
+    flat = _flat(results)
+    for phrase in phrases:
+        if _flat(phrase) not in flat:
+            found.append(f"docs/results.md does not say {phrase!r}")
+    for doc, text in texts.items():
+        for block in study_findings.doc_blocks(text, e.config.name).values():
+            text = text.replace(block, " ")
+        # Headings (section numbers) are not claims.
+        prose = _flat(re.sub(r"^#.*$", " ", text, flags=re.M))
+        for phrase in phrases + list(NOT_RESULTS):
+            prose = prose.replace(_flat(phrase), " ")
+        prose = _prose(prose)
+        # Section references and a task's name are not numbers.
+        prose = re.sub(r"section \d|SST-2", " ", prose)
+        for number in re.findall(r"[^ ]*\d[^ ]*", prose):
+            found.append(
+                f"{doc}: {number!r} is typed by hand (not from a record)"
+            )
+    return found
+
+
+def test_docs_match_records():
+    assert problems(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    "moved",
+    ["pretrain/rope__seed1.json", "extend/bert-ad__seed0__steps500.json"],
+)
+def test_moving_a_record_makes_the_docs_check_fail(tmp_path, moved):
+    for doc in BLOCKS:
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / doc, tmp_path / doc)
+    shutil.copytree(ROOT / "docs" / "results", tmp_path / "docs" / "results")
+    (tmp_path / "docs/results/tiny_len64_steps2000" / moved).unlink()
+    assert any("differs from the records" in p for p in problems(tmp_path))
+
+
+def test_a_number_typed_by_hand_fails_the_docs_check(tmp_path):
+    for doc in BLOCKS:
+        (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / doc, tmp_path / doc)
+    shutil.copytree(ROOT / "docs" / "results", tmp_path / "docs" / "results")
+    results = tmp_path / "docs" / "results.md"
+    results.write_text(results.read_text() + "\nRoPE is 12% better.\n")
+    assert problems(tmp_path) == [
+        "docs/results.md: '12%' is typed by hand (not from a record)"
+    ]

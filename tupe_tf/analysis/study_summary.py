@@ -1,0 +1,138 @@
+"""Summaries of the study's records: spreads over seeds per variant.
+
+The numbers the tables (`study_report`) and the findings
+(`study_findings`) are written from, computed once from the per-run JSON
+files.
+
+Example:
+
+>>> from tupe_tf.analysis.study_config import CompareConfig
+>>> pretrain_summary(CompareConfig(), [], ["bert"])
+{}
+"""
+
+from tupe_tf.analysis import study_stats
+from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import REFERENCE
+
+
+def _by_variant(runs, order):
+    grouped = {v: [] for v in order}
+    for run in runs:
+        if run["variant"] in grouped:
+            grouped[run["variant"]].append(run)
+    return grouped
+
+
+def _variant_summary(config, runs, bert_final):
+    """Spreads over one variant's pre-training seeds."""
+    curves = [r["curve"] for r in runs]
+    return {
+        "seeds": sorted(r["seed"] for r in runs),
+        "final": study_stats.spread([r["final_val_loss"] for r in runs]),
+        "reach_bert": study_stats.step_spread(
+            [
+                study_stats.first_step_at_or_below(
+                    c["steps"], c["val_loss"], bert_final
+                )
+                for c in curves
+            ],
+            config.pretrain.num_train_steps,
+        ),
+        "plateau_exit": study_stats.step_spread(
+            [
+                study_stats.plateau_exit_step(
+                    c["steps"], c["val_loss"], config.plateau_loss
+                )
+                for c in curves
+            ],
+            config.pretrain.num_train_steps,
+        ),
+        "by_length": {
+            length: study_stats.spread(
+                [r["heldout_loss_by_length"].get(str(length)) for r in runs]
+            )
+            for length in all_lengths(config)
+        },
+    }
+
+
+def all_lengths(config):
+    """Every held-out length: the tables' and past them."""
+    return config.eval_lengths + config.beyond_table_lengths
+
+
+def pretrain_summary(config, pretrain, order):
+    """Per variant: spreads over seeds of the study's figures."""
+    grouped = _by_variant(pretrain, order)
+    reference = grouped.get(REFERENCE, [])
+    bert_final = study_stats.spread([r["final_val_loss"] for r in reference])[
+        "median"
+    ]
+    return {
+        variant: _variant_summary(config, runs, bert_final)
+        for variant, runs in grouped.items()
+        if runs
+    }
+
+
+def _glue_runs(config, finetune, task, variant):
+    """The fine-tuning runs of one GLUE row under the configured sweep."""
+    recipe = config.glue_recipe()
+    return [
+        r
+        for r in finetune
+        if r["variant"] == variant
+        and r["task"] == task
+        and r["recipe"] == recipe
+        and r["learning_rate"] in config.finetune.learning_rates
+        and r["seed"] in config.finetune.seeds
+        and (
+            variant == CONTROL
+            or r["pretrain_seed"] in config.fine_tuned_pretrain_seeds
+        )
+    ]
+
+
+def _glue_row(variant, runs):
+    """One GLUE row: the best median learning rate's spread."""
+    by_lr = {}
+    for r in runs:
+        by_lr.setdefault(r["learning_rate"], []).append(r["score"])
+    spreads = {lr: study_stats.spread(v) for lr, v in by_lr.items()}
+    best = max(sorted(spreads), key=lambda lr: spreads[lr]["median"])
+    return {
+        "metric": runs[0]["metric"],
+        "learning_rate": best,
+        "score": spreads[best],
+        "runs": len(by_lr[best]),
+        # The control is not pre-trained: no seeds to list.
+        "pretrain_seeds": []
+        if variant == CONTROL
+        else sorted(
+            {r["pretrain_seed"] for r in runs if r["learning_rate"] == best}
+        ),
+        "median_by_rate": {lr: spreads[lr]["median"] for lr in sorted(spreads)},
+    }
+
+
+def glue_summary(config, finetune, order):
+    """`{task: {variant: {...}}}` with the selected learning rate's spread.
+
+    Selection rule: per (variant, task), the learning rate with the highest
+    median dev metric over fine-tuning seeds (ties: the smaller rate). The
+    runs of every pre-training seed in `glue_pretrain_seeds` are pooled;
+    `runs` counts them.
+    `median_by_rate` keeps every swept rate's median, so a reader sees what
+    the selection chose between.
+    """
+    summary = {}
+    for task in config.glue_tasks:
+        rows = {}
+        for variant in [CONTROL] + order:
+            runs = _glue_runs(config, finetune, task, variant)
+            if runs:
+                rows[variant] = _glue_row(variant, runs)
+        if rows:
+            summary[task] = rows
+    return summary
