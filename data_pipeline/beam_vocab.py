@@ -125,10 +125,10 @@ def build_vocabulary_beam(
     >>> build_vocabulary_beam("corpus/*.txt", 30522, "vocab.txt",
     ...     lowercase=True, runner="DirectRunner")  # doctest: +SKIP
     """
-    beam = beam_common.import_beam()
     if text_input is None:
         text_input = corpus.TextInputSettings()
     text_input.validate()  # First: a `VocabConfig`'s flags are named.
+    beam = beam_common.import_beam()
     vocab_lib.check_vocab_size(vocab_size, reserved_tokens)
     beam_common.check_num_partitions(num_partitions)
     output_file = os.fspath(output_file)
