@@ -30,7 +30,6 @@ Example:
 
 import argparse
 import base64
-import importlib.util
 import json
 import os
 import random
@@ -38,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import types
+
+from make_tupe_reference_fixture import load_module
 
 # process.sh's chain from the raw column to the tokenized, lowercased line.
 PIPELINE = (
@@ -236,15 +237,6 @@ def apply_codes(binary, lines, codes, workdir):
     fastbpe(binary, "applybpe", target, source, codes)
     with open(target, encoding="utf-8") as file:
         return file.read().split("\n")[:-1]
-
-
-def load_module(name, path):
-    """Imports the file `path` as the module `name`."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def import_authors_data(tupe_dir):
