@@ -16,9 +16,9 @@ optimizer, schedule of 10 epochs, preprocessor and runtime defaults;
 `finetune.build_run`), timed by a callback from the epoch's start to its
 end. The first step holds the tracing (and XLA compile); the epoch holds
 the Python tokenization of the training set, as a run's first epoch does.
-Batches are padded to --seq_length, finetune_glue.py's default unless
-given (their runs pad each batch to its longest and truncate at 512;
-CoLA's sentences are far shorter than 128 tokens).
+Each batch is padded to its longest example (`--pad_to_longest`, as
+their runs do; `--nopad_to_longest` pads to --seq_length), truncated at
+--seq_length (CoLA's sentences are far shorter than 128 tokens).
 
   python benchmarks/fairseq_finetune_epoch.py --rounds=2
   python benchmarks/fairseq_finetune_epoch.py --max_steps=3 --rounds=1 \
@@ -80,6 +80,11 @@ flags.DEFINE_integer(
     config_lib.GlueConfig().seq_length,
     "Packed length (finetune_glue.py's default).",
     lower_bound=3,
+)
+flags.DEFINE_bool(
+    "pad_to_longest",
+    True,
+    "Pad each batch to its longest example (finetune_glue.py's flag).",
 )
 flags.DEFINE_string(
     "glue_dir", os.path.join(REPO, "..", "shared", "data", "glue"), "GLUE TSVs."
@@ -295,6 +300,7 @@ def glue_config(preset, work_dir):
         recipe="tupe_paper",
         learning_rates=[config_lib.PAPER_FINETUNE_RECIPE["learning_rates"][0]],
         seq_length=FLAGS.seq_length,
+        pad_to_longest=FLAGS.pad_to_longest,
         verbose=0,
     )
 
@@ -331,6 +337,7 @@ def main(argv):
         rounds=rounds,
         machine=harness.machine(),
         seq_length=config.seq_length,
+        pad_to_longest=config.pad_to_longest,
         batch_size=config.batch_size,
         num_train_examples=len(prepared[2]),
         jit_compile=distribution.jit_compile(config.runtime),

@@ -94,6 +94,34 @@ def test_features_run_without_autotuning(tiny_preset, pair_glue_dir):
     assert sum(1 for _ in dataset) == 2
 
 
+def test_pad_to_longest_keeps_the_outputs(tiny_preset, pair_glue_dir):
+    import tupe_tf
+    from data_pipeline import glue
+    from tupe_tf.training.finetune import PAD_MULTIPLE
+
+    split = glue.load_glue(
+        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=8
+    )
+    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
+        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=64
+    )
+    full, _ = next(iter(_features(split, preprocessor, 8, False, 0)))
+    trimmed, _ = next(
+        iter(_features(split, preprocessor, 8, False, 0, pad_to_longest=True))
+    )
+    longest = int(full["padding_mask"].numpy().sum(axis=1).max())
+    width = trimmed["token_ids"].shape[1]
+    assert width % PAD_MULTIPLE == 0 and longest <= width < 64
+    assert longest > width - PAD_MULTIPLE
+    for name, value in full.items():
+        np.testing.assert_array_equal(trimmed[name], value[:, :width])
+        assert not value.numpy()[:, width:].any()  # only padding was cut
+    backbone = tupe_tf.TupeBackbone.from_preset(tiny_preset)
+    outputs_full = backbone(full)["pooled_output"]
+    outputs_trimmed = backbone(trimmed)["pooled_output"]
+    np.testing.assert_allclose(outputs_trimmed, outputs_full, atol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def sentiment_glue_dir(tmp_path_factory):
     """A learnable SST-2-layout task: the label is the adjective's polarity."""

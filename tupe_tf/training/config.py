@@ -454,6 +454,12 @@ class GlueConfig(Settings):
         help="Tokens per example (sentence pairs included).",
         valid=at_least(3),
     )
+    pad_to_longest: bool = setting(
+        False,
+        help="Pad each batch to its longest example (rounded up to a "
+        "multiple of 16) instead of to --seq_length, as the TUPE authors' "
+        "fine-tuning does; --seq_length still truncates. Not on TPU.",
+    )
     recipe: Optional[str] = setting(
         None,
         help="Learning rates and epochs where --learning_rates and "

@@ -88,8 +88,32 @@ def preset_preprocessor(preset, sequence_length):
     )
 
 
+# Batches padded to their longest round up to this: few distinct shapes,
+# so XLA compiles the step a few times, not once per batch.
+PAD_MULTIPLE = 16
+
+
+def _trim_to_longest(features, labels):
+    """`features` cut to the batch's longest example, rounded up to
+    `PAD_MULTIPLE`: the cut columns are padding, masked in attention, so
+    the outputs are those of the full width."""
+    mask = features["padding_mask"]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    width = tf.minimum(
+        (longest + PAD_MULTIPLE - 1) // PAD_MULTIPLE * PAD_MULTIPLE,
+        tf.shape(mask)[1],
+    )
+    return {name: value[:, :width] for name, value in features.items()}, labels
+
+
 def _features(
-    split, preprocessor, batch_size, shuffle, seed, drop_remainder=False
+    split,
+    preprocessor,
+    batch_size,
+    shuffle,
+    seed,
+    drop_remainder=False,
+    pad_to_longest=False,
 ):
     """Tokenised, cached, (shuffled) batches of `(features, labels)`."""
     texts = tuple(tf.constant(column) for column in split.sentences)
@@ -111,6 +135,8 @@ def _features(
             len(split), seed=seed, reshuffle_each_iteration=True
         )
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    if pad_to_longest:
+        dataset = dataset.map(_trim_to_longest)
     return dataset_options.without_autotuning(
         dataset.prefetch(tf.data.AUTOTUNE)
     )
@@ -152,11 +178,24 @@ def _run_datasets(config, train, eval_splits, preprocessor, seed):
     tpu = config.runtime.strategy == "tpu"
     # TPUs need static shapes: full training batches only.
     train_ds = _features(
-        train, preprocessor, config.batch_size, True, seed, drop_remainder=tpu
+        train,
+        preprocessor,
+        config.batch_size,
+        True,
+        seed,
+        drop_remainder=tpu,
+        pad_to_longest=config.pad_to_longest,
     )
     eval_sets = {
         split.split: (
-            _features(split, preprocessor, config.batch_size, False, seed),
+            _features(
+                split,
+                preprocessor,
+                config.batch_size,
+                False,
+                seed,
+                pad_to_longest=config.pad_to_longest,
+            ),
             split.labels,
         )
         for split in eval_splits
@@ -328,6 +367,11 @@ def validate_glue_config(config):
         raise UserError(
             f"--seq_length={config.seq_length} is above the preset's "
             f"max_sequence_length={max_length}."
+        )
+    if config.pad_to_longest and config.runtime.strategy == "tpu":
+        raise UserError(
+            "--pad_to_longest gives batches of varying length; TPUs need "
+            "static shapes. Drop --pad_to_longest with --strategy=tpu."
         )
     if not config.learning_rates or not config.seeds:
         raise UserError("--learning_rates and --seeds must not be empty.")
