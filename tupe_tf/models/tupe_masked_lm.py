@@ -6,10 +6,11 @@ from keras_hub.models import Task
 
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_masked_lm_preprocessor import TupeMaskedLMPreprocessor
-from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
+@refuses_unknown_keywords(BertMaskedLM, Task)
 class TupeMaskedLM(BertMaskedLM):
     """BERT's masked-LM head (tied to the token embedding) on a `TupeBackbone`.
 
@@ -34,10 +35,3 @@ class TupeMaskedLM(BertMaskedLM):
 
     backbone_cls = TupeBackbone
     preprocessor_cls = TupeMaskedLMPreprocessor
-
-    def __init__(self, *args, **kwargs):
-        # keras.Model would silently drop an unknown keyword.
-        refuse_unknown_keywords(
-            TupeMaskedLM, kwargs, parents=(BertMaskedLM, Task)
-        )
-        super().__init__(*args, **kwargs)

@@ -6,10 +6,13 @@ from keras_hub.models import BertMaskedLMPreprocessor
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
-from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
+@refuses_unknown_keywords(
+    BertMaskedLMPreprocessor, keras.layers.Layer, extra_valid=PRESET_KEYWORDS
+)
 class TupeMaskedLMPreprocessor(BertMaskedLMPreprocessor):
     """keras-hub's BERT masked-LM preprocessor for `TupeBackbone`.
 
@@ -33,13 +36,3 @@ class TupeMaskedLMPreprocessor(BertMaskedLMPreprocessor):
 
     backbone_cls = TupeBackbone
     tokenizer_cls = TupeTokenizer
-
-    def __init__(self, *args, **kwargs):
-        # keras would refuse a misspelt keyword without the closest name.
-        refuse_unknown_keywords(
-            TupeMaskedLMPreprocessor,
-            kwargs,
-            extra_valid=PRESET_KEYWORDS,
-            parents=(BertMaskedLMPreprocessor, keras.layers.Layer),
-        )
-        super().__init__(*args, **kwargs)

@@ -8,10 +8,11 @@ from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,
 )
-from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
+@refuses_unknown_keywords(BertTextClassifier, Task)
 class TupeTextClassifier(BertTextClassifier):
     """BERT's pooled-output classifier on a `TupeBackbone`.
 
@@ -37,10 +38,3 @@ class TupeTextClassifier(BertTextClassifier):
 
     backbone_cls = TupeBackbone
     preprocessor_cls = TupeTextClassifierPreprocessor
-
-    def __init__(self, *args, **kwargs):
-        # keras.Model would silently drop an unknown keyword.
-        refuse_unknown_keywords(
-            TupeTextClassifier, kwargs, parents=(BertTextClassifier, Task)
-        )
-        super().__init__(*args, **kwargs)

@@ -6,10 +6,15 @@ from keras_hub.models import BertTextClassifierPreprocessor
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
-from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
+@refuses_unknown_keywords(
+    BertTextClassifierPreprocessor,
+    keras.layers.Layer,
+    extra_valid=PRESET_KEYWORDS,
+)
 class TupeTextClassifierPreprocessor(BertTextClassifierPreprocessor):
     """keras-hub's BERT classifier preprocessor for `TupeBackbone`.
 
@@ -33,13 +38,3 @@ class TupeTextClassifierPreprocessor(BertTextClassifierPreprocessor):
 
     backbone_cls = TupeBackbone
     tokenizer_cls = TupeTokenizer
-
-    def __init__(self, *args, **kwargs):
-        # keras would refuse a misspelt keyword without the closest name.
-        refuse_unknown_keywords(
-            TupeTextClassifierPreprocessor,
-            kwargs,
-            extra_valid=PRESET_KEYWORDS,
-            parents=(BertTextClassifierPreprocessor, keras.layers.Layer),
-        )
-        super().__init__(*args, **kwargs)

@@ -6,10 +6,16 @@ from keras_hub.tokenizers import WordPieceTokenizer
 
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
-from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+from tupe_tf.utils.keyword_arguments import refuses_unknown_keywords
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
+@refuses_unknown_keywords(
+    BertTokenizer,
+    WordPieceTokenizer,
+    keras.layers.Layer,
+    extra_valid=PRESET_KEYWORDS,
+)
 class TupeTokenizer(BertTokenizer):
     """BERT's WordPiece tokenizer, registered for `TupeBackbone` presets.
 
@@ -31,13 +37,3 @@ class TupeTokenizer(BertTokenizer):
     """
 
     backbone_cls = TupeBackbone
-
-    def __init__(self, *args, **kwargs):
-        # keras would refuse a misspelt keyword without the closest name.
-        refuse_unknown_keywords(
-            TupeTokenizer,
-            kwargs,
-            extra_valid=PRESET_KEYWORDS,
-            parents=(BertTokenizer, WordPieceTokenizer, keras.layers.Layer),
-        )
-        super().__init__(*args, **kwargs)

@@ -1,8 +1,9 @@
 """Refusing misspelt keyword arguments, with the closest valid name.
 
 `refuse_unknown_keywords` checks the `**kwargs` of a constructor (layers,
-the backbone, the keras-hub family classes); `refuses_unknown_fields` does
-the same for a configuration dataclass. Both raise the one `TypeError` of
+the backbone); `refuses_unknown_keywords` gives a keras-hub family class
+that only forwards its arguments a constructor that checks them first;
+`refuses_unknown_fields` does the same for a configuration dataclass. Both raise the one `TypeError` of
 `unknown_keywords_error`. No TensorFlow import: the data pipeline's
 configurations use it too.
 
@@ -95,6 +96,42 @@ def refuse_unknown_keywords(
     unknown = [name for name in kwargs if name not in valid]
     if unknown:
         raise unknown_keywords_error(cls.__name__, unknown, valid)
+
+
+def refuses_unknown_keywords(*parents, extra_valid=KERAS_KEYWORDS):
+    """Class decorator: `__init__(*args, **kwargs)` checks `kwargs` first.
+
+    For a subclass that adds no constructor argument of its own: keras
+    would refuse a misspelt keyword without the closest name (a
+    `keras.Model` would even drop it silently).
+
+    Args:
+        *parents: the classes whose named `__init__` arguments are valid
+            (the class extended first; `super().__init__` gets the call).
+        extra_valid: names accepted beyond those (see
+            `refuse_unknown_keywords`).
+
+    Returns:
+        The decorator; it sets `cls.__init__` and returns `cls`.
+
+    Example:
+
+    >>> @refuses_unknown_keywords(BertTokenizer)  # doctest: +SKIP
+    ... class Tokenizer(BertTokenizer):
+    ...     pass
+    """
+
+    def decorate(cls):
+        def __init__(self, *args, **kwargs):
+            refuse_unknown_keywords(
+                cls, kwargs, extra_valid=extra_valid, parents=parents
+            )
+            super(cls, self).__init__(*args, **kwargs)
+
+        cls.__init__ = __init__
+        return cls
+
+    return decorate
 
 
 def refuses_unknown_fields(cls):
