@@ -5,6 +5,7 @@ Subprocess helpers run the real scripts (strategies that must configure
 devices before TensorFlow starts, `kill -9`, several workers).
 """
 
+import json
 import os
 import shutil
 import socket
@@ -40,15 +41,24 @@ TINY_MODEL_FLAGS = [
 ]
 
 
-def free_ports(count):
-    """`count` TCP ports of 127.0.0.1 free at the moment of the call."""
+def worker_tf_configs(count):
+    """The `TF_CONFIG` (JSON) of each of `count` workers of one cluster,
+    on TCP ports of 127.0.0.1 free at the moment of the call."""
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:
         s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
+    workers = [f"127.0.0.1:{s.getsockname()[1]}" for s in sockets]
     for s in sockets:
         s.close()
-    return ports
+    return [
+        json.dumps(
+            {
+                "cluster": {"worker": workers},
+                "task": {"type": "worker", "index": index},
+            }
+        )
+        for index in range(count)
+    ]
 
 
 def subprocess_env(**extra):

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from tests.training.conftest import REPO
-from tests.training.conftest import free_ports
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import subprocess_env
+from tests.training.conftest import worker_tf_configs
 
 pytestmark = pytest.mark.large
 
@@ -42,28 +42,22 @@ def test_two_workers_train_in_sync(tmp_path, shards, vocab_file):
     )
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(dataclasses.asdict(config)))
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    processes = []
-    for index in range(2):
-        tf_config = {
-            "cluster": {"worker": workers},
-            "task": {"type": "worker", "index": index},
-        }
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    DRIVER,
-                    str(config_path),
-                    str(tmp_path / f"worker{index}.npz"),
-                ],
-                env=subprocess_env(TF_CONFIG=json.dumps(tf_config)),
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                DRIVER,
+                str(config_path),
+                str(tmp_path / f"worker{index}.npz"),
+            ],
+            env=subprocess_env(TF_CONFIG=tf_config),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
+        for index, tf_config in enumerate(worker_tf_configs(2))
+    ]
     outputs = []
     try:
         for process in processes:

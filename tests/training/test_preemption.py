@@ -23,8 +23,8 @@ from tests.subprocesses import _is_stopped
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
 from tests.training.conftest import TINY_MODEL_FLAGS
-from tests.training.conftest import free_ports
 from tests.training.conftest import subprocess_env
+from tests.training.conftest import worker_tf_configs
 from tests.training.test_resume import _checkpoint_steps
 from tests.training.test_resume import assert_same_training
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
@@ -235,22 +235,10 @@ def test_sigterm_saves_the_step_it_is_at_and_a_rerun_loses_nothing(
 
 
 def _start_workers(tmp_path, name, flags):
-    workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
-    runs = []
-    for index in range(2):
-        tf_config = {
-            "cluster": {"worker": workers},
-            "task": {"type": "worker", "index": index},
-        }
-        runs.append(
-            Run(
-                tmp_path,
-                f"{name}_worker{index}",
-                flags,
-                TF_CONFIG=json.dumps(tf_config),
-            )
-        )
-    return runs
+    return [
+        Run(tmp_path, f"{name}_worker{index}", flags, TF_CONFIG=tf_config)
+        for index, tf_config in enumerate(worker_tf_configs(2))
+    ]
 
 
 def _wait_all(runs, timeout=300):
