@@ -18,6 +18,7 @@ from tests.training.conftest import run_script
 from tests.training.conftest import sst2_config
 from tupe_tf.training import GlueConfig
 from tupe_tf.training import RuntimeConfig
+from tupe_tf.training.config import PAPER_FINETUNE_OPTIMIZER
 from tupe_tf.training.finetune import _features
 from tupe_tf.training.finetune import run_glue
 from tupe_tf.training.finetune import summarize_runs
@@ -56,16 +57,24 @@ def pair_glue_dir(tmp_path_factory):
     return str(root)
 
 
-def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
+def _mrpc_pairs(preset, glue_dir, num_examples, sequence_length):
+    """The first `num_examples` MRPC validation pairs of `glue_dir` and
+    `preset`'s preprocessor packing them to `sequence_length`."""
     import tupe_tf
     from data_pipeline import glue
 
     split = glue.load_glue(
-        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4
+        "mrpc", "validation", glue_dir=glue_dir, max_examples=num_examples
     )
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
-        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=32
+        tupe_tf.TupeTokenizer.from_preset(preset),
+        sequence_length=sequence_length,
     )
+    return split, preprocessor
+
+
+def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
+    split, preprocessor = _mrpc_pairs(tiny_preset, pair_glue_dir, 4, 32)
     features, labels = next(iter(_features(split, preprocessor, 4, False, 0)))
     segment_ids = features["segment_ids"].numpy()
     token_ids = features["token_ids"].numpy()
@@ -80,15 +89,7 @@ def test_sentence_pairs_get_segment_ids(tiny_preset, pair_glue_dir):
 def test_features_run_without_autotuning(tiny_preset, pair_glue_dir):
     # tf.data's autotuning model put whole fine-tuning runs at 205 ms per
     # step (docs/benchmarks.md); the fine-tuning input keeps it off.
-    import tupe_tf
-    from data_pipeline import glue
-
-    split = glue.load_glue(
-        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=4
-    )
-    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
-        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=32
-    )
+    split, preprocessor = _mrpc_pairs(tiny_preset, pair_glue_dir, 4, 32)
     dataset = _features(split, preprocessor, 2, True, 0)
     assert dataset.options().autotune.enabled is False
     assert sum(1 for _ in dataset) == 2
@@ -96,15 +97,9 @@ def test_features_run_without_autotuning(tiny_preset, pair_glue_dir):
 
 def test_pad_to_longest_keeps_the_outputs(tiny_preset, pair_glue_dir):
     import tupe_tf
-    from data_pipeline import glue
     from tupe_tf.training.finetune import PAD_MULTIPLE
 
-    split = glue.load_glue(
-        "mrpc", "validation", glue_dir=pair_glue_dir, max_examples=8
-    )
-    preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
-        tupe_tf.TupeTokenizer.from_preset(tiny_preset), sequence_length=64
-    )
+    split, preprocessor = _mrpc_pairs(tiny_preset, pair_glue_dir, 8, 64)
     full, _ = next(iter(_features(split, preprocessor, 8, False, 0)))
     trimmed, _ = next(
         iter(_features(split, preprocessor, 8, False, 0, pad_to_longest=True))
@@ -429,12 +424,7 @@ def test_script_fine_tunes_a_converted_preset_with_their_recipe(
         "name": "tupe_paper",
         "batch_size": 4,
         "num_epochs": 1,
-        "warmup_ratio": 0.06,
-        "weight_decay": 0.01,
-        "beta_1": 0.9,
-        "beta_2": 0.999,
-        "epsilon": 1e-6,
-        "clipnorm": 1.0,
+        **PAPER_FINETUNE_OPTIMIZER,
         "seq_length": 24,
         "learning_rates": [5e-5],
         "seeds": [0],
