@@ -33,7 +33,6 @@ Example:
     python scripts/make_fairseq_checkpoint_fixture.py --tupe_dir=/tmp/TUPE
 """
 
-import argparse
 import contextlib
 import functools
 import json
@@ -43,6 +42,8 @@ import tempfile
 import types
 
 import numpy as np
+from make_tupe_reference_fixture import fixture_parser
+from make_tupe_reference_fixture import parse_fixture_flags
 
 # case -> (their --rel-pos, --fp16, torch serialization). Each variant,
 # precision and serialization meets each of the others once.
@@ -316,30 +317,13 @@ def make_fixtures(tupe_dir, output_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--tupe_dir",
-        required=True,
-        help="A checkout of github.com/guolinke/TUPE (its fairseq/ is used).",
+    parser = fixture_parser(
+        __doc__,
+        "its fairseq/ is used",
+        "fairseq_checkpoint",
+        "Where the checkpoints, dict.txt and outputs.npz go.",
     )
-    parser.add_argument(
-        "--output_dir",
-        default=os.path.normpath(
-            os.path.join(
-                os.path.dirname(__file__),
-                "..",
-                "tests",
-                "fixtures",
-                "fairseq_checkpoint",
-            )
-        ),
-        help="Where the checkpoints, dict.txt and outputs.npz go.",
-    )
-    flags = parser.parse_args(argv)
-    if not os.path.isfile(
-        os.path.join(flags.tupe_dir, "fairseq", "trainer.py")
-    ):
-        parser.error(f"--tupe_dir={flags.tupe_dir} has no fairseq/trainer.py.")
+    flags = parse_fixture_flags(parser, argv, "trainer.py")
     make_fixtures(flags.tupe_dir, flags.output_dir)
 
 

@@ -28,7 +28,6 @@ Example:
         --tupe_dir=/tmp/TUPE --moses_dir=/tmp/mosesdecoder
 """
 
-import argparse
 import base64
 import json
 import os
@@ -38,7 +37,9 @@ import sys
 import tempfile
 import types
 
+from make_tupe_reference_fixture import fixture_parser
 from make_tupe_reference_fixture import load_module
+from make_tupe_reference_fixture import stand_in_package
 
 # process.sh's chain from the raw column to the tokenized, lowercased line.
 PIPELINE = (
@@ -242,12 +243,8 @@ def apply_codes(binary, lines, codes, workdir):
 def import_authors_data(tupe_dir):
     """Their `fairseq.data` classes used here, with the rest stubbed."""
     source = os.path.join(tupe_dir, "fairseq")
-    package = types.ModuleType("fairseq")
-    package.__path__ = []
-    sys.modules["fairseq"] = package
-    data = types.ModuleType("fairseq.data")
-    data.__path__ = []
-    sys.modules["fairseq.data"] = package.data = data
+    package = stand_in_package("fairseq")
+    package.data = data = stand_in_package("fairseq.data")
     data.data_utils = types.ModuleType("fairseq.data.data_utils")
     for name in ("tokenizer", "binarizer"):
         load_module(f"fairseq.{name}", os.path.join(source, f"{name}.py"))
@@ -387,12 +384,11 @@ def one_record_per_line(fixture):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--tupe_dir",
-        required=True,
-        help="A checkout of github.com/guolinke/TUPE (preprocess/, fastbpe/ "
-        "and fairseq/ are used).",
+    parser = fixture_parser(
+        __doc__,
+        "preprocess/, fastbpe/ and fairseq/ are used",
+        "fairseq_tokenization",
+        "Where bpe-code, dict.txt and cases.json go.",
     )
     parser.add_argument(
         "--moses_dir",
@@ -406,13 +402,6 @@ def main(argv=None):
             os.path.join(root, "..", "shared", "data", "glue")
         ),
         help="GLUE TSV files: CoLA/ and SST-2/ with train.tsv and dev.tsv.",
-    )
-    parser.add_argument(
-        "--output_dir",
-        default=os.path.normpath(
-            os.path.join(root, "tests", "fixtures", "fairseq_tokenization")
-        ),
-        help="Where bpe-code, dict.txt and cases.json go.",
     )
     flags = parser.parse_args(argv)
     os.makedirs(flags.output_dir, exist_ok=True)

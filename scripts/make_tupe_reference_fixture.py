@@ -42,6 +42,46 @@ CONFIG = dict(
 )
 VARIANTS = {"tupe-r": True, "tupe-a": False}  # variant -> their --rel-pos
 SEED = 0
+# Where the fixture scripts write by default.
+FIXTURES_DIR = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
+)
+
+
+def fixture_parser(doc, tupe_dir_use, output_dir, output_help):
+    """A fixture script's parser: `--tupe_dir`, a checkout of their code
+    (`tupe_dir_use` says what of it is used), and `--output_dir`
+    (`output_dir` under tests/fixtures/ unless set)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument(
+        "--tupe_dir",
+        required=True,
+        help=f"A checkout of github.com/guolinke/TUPE ({tupe_dir_use}).",
+    )
+    parser.add_argument(
+        "--output_dir",
+        default=os.path.normpath(os.path.join(FIXTURES_DIR, output_dir)),
+        help=output_help,
+    )
+    return parser
+
+
+def parse_fixture_flags(parser, argv, required):
+    """The flags; `parser.error` unless `--tupe_dir` has the file
+    `fairseq/<required>`."""
+    flags = parser.parse_args(argv)
+    if not os.path.isfile(os.path.join(flags.tupe_dir, "fairseq", required)):
+        parser.error(f"--tupe_dir={flags.tupe_dir} has no fairseq/{required}.")
+    return flags
+
+
+def stand_in_package(name):
+    """An empty package `name` in `sys.modules`: their modules load under
+    it without the rest of fairseq."""
+    package = types.ModuleType(name)
+    package.__path__ = []
+    sys.modules[name] = package
+    return package
 
 
 def load_module(name, path):
@@ -58,9 +98,7 @@ def import_authors_encoder(tupe_dir):
     import torch.nn as nn
 
     source = os.path.join(tupe_dir, "fairseq")
-    package = types.ModuleType("fairseq")
-    package.__path__ = []
-    sys.modules["fairseq"] = package
+    package = stand_in_package("fairseq")
     modules = types.ModuleType("fairseq.modules")
     sys.modules["fairseq.modules"] = package.modules = modules
     for name in ("gelu", "layer_norm"):
@@ -186,29 +224,12 @@ def make_fixture(bert, rel_pos):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--tupe_dir",
-        required=True,
-        help="A checkout of github.com/guolinke/TUPE (its fairseq/ is read).",
+    parser = fixture_parser(
+        __doc__, "its fairseq/ is read", "", "Where the .npz fixtures go."
     )
-    parser.add_argument(
-        "--output_dir",
-        default=os.path.normpath(
-            os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
-        ),
-        help="Where the .npz fixtures go.",
+    flags = parse_fixture_flags(
+        parser, argv, "modules/transformer_sentence_encoder.py"
     )
-    flags = parser.parse_args(argv)
-    if not os.path.isfile(
-        os.path.join(
-            flags.tupe_dir,
-            "fairseq",
-            "modules",
-            "transformer_sentence_encoder.py",
-        )
-    ):
-        parser.error(f"--tupe_dir={flags.tupe_dir} has no fairseq/modules/.")
     bert = import_authors_encoder(flags.tupe_dir)
     os.makedirs(flags.output_dir, exist_ok=True)
     for variant, rel_pos in VARIANTS.items():
