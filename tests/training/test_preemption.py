@@ -22,11 +22,11 @@ import pytest
 from tests.subprocesses import _is_stopped
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
-from tests.training.conftest import TINY_MODEL_FLAGS
 from tests.training.conftest import subprocess_env
 from tests.training.conftest import worker_tf_configs
 from tests.training.test_resume import _checkpoint_steps
 from tests.training.test_resume import assert_same_training
+from tests.training.test_resume import training_flags
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
 from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
 from tupe_tf.training.preemption import StopRequests
@@ -39,21 +39,12 @@ SLOW_SAVE_DRIVER = os.path.join(
 
 
 def _flags(data_flags, model_dir, *extra):
-    return (
-        TINY_MODEL_FLAGS
-        + data_flags
-        + [
-            f"--model_dir={model_dir}",
-            f"--num_train_steps={NUM_STEPS}",
-            f"--save_every={SAVE_EVERY}",
-            "--eval_steps=2",
-            "--global_batch_size=8",
-            "--learning_rate=2e-3",
-            "--warmup_steps=4",
-            "--dropout=0",  # no RNG in training: the runs must agree exactly
-            "--log_every=8",
-            *extra,
-        ]
+    return training_flags(
+        data_flags,
+        model_dir,
+        *extra,
+        num_steps=NUM_STEPS,
+        save_every=SAVE_EVERY,
     )
 
 

@@ -28,20 +28,24 @@ pytestmark = pytest.mark.large
 NUM_STEPS = 24
 
 
-def _flags(data_flags, model_dir, *extra):
+def training_flags(
+    data_flags, model_dir, *extra, num_steps=NUM_STEPS, save_every=4
+):
+    """The flags of a tiny run that saves and logs every `save_every`
+    steps, without dropout (no RNG in training: runs must agree exactly)."""
     return (
         TINY_MODEL_FLAGS
         + data_flags
         + [
             f"--model_dir={model_dir}",
-            f"--num_train_steps={NUM_STEPS}",
-            "--save_every=4",
+            f"--num_train_steps={num_steps}",
+            f"--save_every={save_every}",
             "--eval_steps=2",
             "--global_batch_size=8",
             "--learning_rate=2e-3",
             "--warmup_steps=4",
-            "--dropout=0",  # no RNG in training: the two runs must agree exactly
-            "--log_every=4",
+            "--dropout=0",
+            f"--log_every={save_every}",
             *extra,
         ]
     )
@@ -89,12 +93,12 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
 ):
     reference_dir = tmp_path / "reference"
     reference = run_script(
-        PRETRAIN_SCRIPT, _flags(data_flags, reference_dir, *extra)
+        PRETRAIN_SCRIPT, training_flags(data_flags, reference_dir, *extra)
     )
     assert reference.returncode == 0, reference.stderr[-4000:]
 
     crashed_dir = tmp_path / "crashed"
-    command = [sys.executable, PRETRAIN_SCRIPT] + _flags(
+    command = [sys.executable, PRETRAIN_SCRIPT] + training_flags(
         data_flags, crashed_dir, *extra
     )
     process = subprocess.Popen(
@@ -120,7 +124,7 @@ def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
     assert 8 <= killed_at < NUM_STEPS
 
     resumed = run_script(
-        PRETRAIN_SCRIPT, _flags(data_flags, crashed_dir, *extra)
+        PRETRAIN_SCRIPT, training_flags(data_flags, crashed_dir, *extra)
     )
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     results = json.loads((crashed_dir / "results.json").read_text())
