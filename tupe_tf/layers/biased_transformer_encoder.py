@@ -106,46 +106,48 @@ class BiasedTransformerEncoder(TransformerEncoder):
         if self.query_logits is not None and not self.query_logits.built:
             head_shape = tuple(inputs_shape[:-1]) + (self.num_heads, key_dim)
             self.query_logits.build(head_shape, head_shape)
-        self._self_attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="self_attention_layer_norm",
+        self._self_attention_layer_norm = self._layer_norm(
+            "self_attention_layer_norm", inputs_shape
         )
-        self._self_attention_layer_norm.build(inputs_shape)
-        self._self_attention_dropout = keras.layers.Dropout(
-            rate=self.dropout,
-            dtype=self.dtype_policy,
-            name="self_attention_dropout",
+        self._self_attention_dropout = self._dropout("self_attention_dropout")
+        self._feedforward_layer_norm = self._layer_norm(
+            "feedforward_layer_norm", inputs_shape
         )
-        self._feedforward_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="feedforward_layer_norm",
-        )
-        self._feedforward_layer_norm.build(inputs_shape)
-        self._feedforward_intermediate_dense = keras.layers.Dense(
+        self._feedforward_intermediate_dense = self._dense(
             self.intermediate_dim,
+            "feedforward_intermediate_dense",
+            inputs_shape,
             activation=self.activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="feedforward_intermediate_dense",
         )
-        self._feedforward_intermediate_dense.build(inputs_shape)
-        self._feedforward_output_dense = keras.layers.Dense(
-            hidden_dim,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="feedforward_output_dense",
+        self._feedforward_output_dense = self._dense(
+            hidden_dim, "feedforward_output_dense", intermediate_shape
         )
-        self._feedforward_output_dense.build(intermediate_shape)
-        self._feedforward_dropout = keras.layers.Dropout(
-            rate=self.dropout,
-            dtype=self.dtype_policy,
-            name="feedforward_dropout",
-        )
+        self._feedforward_dropout = self._dropout("feedforward_dropout")
         self.built = True
+
+    def _layer_norm(self, name, input_shape):
+        layer = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+        )
+        layer.build(input_shape)
+        return layer
+
+    def _dense(self, units, name, input_shape, activation=None):
+        layer = keras.layers.Dense(
+            units,
+            activation=activation,
+            kernel_initializer=clone_initializer(self.kernel_initializer),
+            bias_initializer=clone_initializer(self.bias_initializer),
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        layer.build(input_shape)
+        return layer
+
+    def _dropout(self, name):
+        return keras.layers.Dropout(
+            rate=self.dropout, dtype=self.dtype_policy, name=name
+        )
 
     def call(
         self,
