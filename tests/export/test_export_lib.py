@@ -3,12 +3,11 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 import tupe_tf.export
+from tests.training.conftest import run_script
 from tupe_tf.export import export_lib
 
 SCRIPT = os.path.join(
@@ -128,17 +127,7 @@ def test_loaded_preset_kinds(exports):
 
 
 def _script(*args):
-    # The script imports the checkout under test, not the installed package.
-    root = os.path.dirname(os.path.dirname(SCRIPT))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, SCRIPT, *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
+    return run_script(SCRIPT, args)
 
 
 def _assert_one_error_line(result, fragment):

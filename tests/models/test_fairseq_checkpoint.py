@@ -11,7 +11,6 @@ these tests do not).
 
 import json
 import os
-import subprocess
 import sys
 import zipfile
 
@@ -20,6 +19,7 @@ import pytest
 
 import tupe_tf
 from tests.test_case import to_numpy
+from tests.training.conftest import run_script
 from tupe_tf.convert import fairseq_checkpoint
 from tupe_tf.convert import torch_pickle
 from tupe_tf.convert.convert_checkpoint import convert_fairseq_checkpoint
@@ -316,15 +316,7 @@ def test_args_tupe_tf_cannot_compute_are_named(tmp_path, changes, named):
 
 
 def _script(*args):
-    root = os.path.dirname(os.path.dirname(SCRIPT))
-    env = dict(os.environ, PYTHONPATH=root)
-    return subprocess.run(
-        [sys.executable, SCRIPT, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    return run_script(SCRIPT, args, timeout=300)
 
 
 @pytest.mark.large
