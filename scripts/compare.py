@@ -30,7 +30,7 @@ def compare_or_report(config):
     if config.from_results:
         config.validate()
         return compare.report(config)
-    return compare.run_comparison(config, max_runs=config.max_runs)
+    return compare.run_comparison(config)
 
 
 def print_result(result):

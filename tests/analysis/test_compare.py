@@ -1,5 +1,6 @@
 """The comparison study at a micro scale: real shards, real training."""
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -204,7 +205,7 @@ def study(tmp_path_factory, tiny_data):
     stage = {"config": config, "results": results}
 
     # Stopped part-way: the control's fine-tuning and bert's pre-training.
-    compare.run_comparison(config, max_runs=2)
+    compare.run_comparison(dataclasses.replace(config, max_runs=2))
     stage["part_way"] = sorted(os.listdir(results / "pretrain"))
     bert_record = results / "pretrain" / "bert__seed0.json"
     stage["bert_stamp"] = bert_record.stat().st_mtime_ns

@@ -366,7 +366,10 @@ def problems(root):
         texts[doc] = text
         present = study_findings.doc_blocks(text, e.config.name)
         for name in names:
-            if present.get(name) != blocks[name]:
+            expected = study_findings.rebase_links(
+                blocks[name], e.study_dir, Path(root) / doc
+            )
+            if present.get(name) != expected:
                 found.append(f"{doc}: block {name!r} differs from the records")
         findings_md = e.study_dir / "findings.md"
         if findings_md.read_text() != study_findings.render(

@@ -15,6 +15,7 @@ Example:
 `rope`, `shaw` and `tupe-r`
 """
 
+import os
 import re
 import textwrap
 
@@ -689,9 +690,26 @@ def doc_blocks(text, study):
     return found
 
 
-def updated_doc(path, study, blocks):
+# A relative markdown link target: not a URL, not an anchor of the page.
+_RELATIVE_LINK = re.compile(r"\]\((?![a-z]+:|#)([^)\s#]+)")
+
+
+def rebase_links(content, source_dir, path):
+    """`content`, written beside `findings.md` in `source_dir`, with its
+    relative links pointing to the same files from the document `path`."""
+    doc_dir = os.path.dirname(os.path.abspath(path))
+
+    def rebased(match):
+        target = os.path.join(os.path.abspath(source_dir), match.group(1))
+        return "](" + os.path.relpath(target, doc_dir)
+
+    return _RELATIVE_LINK.sub(rebased, content)
+
+
+def updated_doc(path, study, blocks, source_dir):
     """The text of the markdown file `path` with its findings blocks of
-    `study` rewritten from `blocks`.
+    `study` rewritten from `blocks` (written for `source_dir`, where
+    `findings.md` goes: `rebase_links`).
 
     Raises:
         UserError: `path` has no block of `study`.
@@ -707,7 +725,7 @@ def updated_doc(path, study, blocks):
         )
     for block in present:
         begin, end = _marker(study, block)
-        content = blocks.get(block, "")
+        content = rebase_links(blocks.get(block, ""), source_dir, path)
         text = re.sub(
             re.escape(begin) + r"\n.*?" + re.escape(end),
             lambda _: f"{begin}\n{content}{chr(10) if content else ''}{end}",

@@ -50,7 +50,9 @@ def report(config):
     blocks = findings(config, records)
     # Every file the report rewrites is checked before any is written.
     docs = {
-        path: study_findings.updated_doc(path, config.name, blocks)
+        path: study_findings.updated_doc(
+            path, config.name, blocks, config.study_results_dir
+        )
         for path in config.findings_docs
         if blocks
     }

@@ -8,7 +8,7 @@ resumed, or extended by a rerun with more seeds.
 Example:
 
 >>> from tupe_tf.analysis.study_config import CompareConfig
->>> result = run_comparison(CompareConfig(), max_runs=1)  # doctest: +SKIP
+>>> result = run_comparison(CompareConfig(max_runs=1))  # doctest: +SKIP
 """
 
 import os
@@ -276,7 +276,7 @@ def _complete(config, runs, beyond_table_data):
         study_report.report(config)
 
 
-def run_comparison(config: CompareConfig, max_runs=None):
+def run_comparison(config: CompareConfig):
     """Runs the missing runs of the study in `plan_runs` order, then reports.
 
     A fine-tuning or extension run whose pre-trained model is not on this
@@ -288,8 +288,8 @@ def run_comparison(config: CompareConfig, max_runs=None):
     it from its model, or is pre-trained again where the model is gone.
 
     Args:
-        config: a `CompareConfig`.
-        max_runs: stop after this many new runs (None: all).
+        config: a `CompareConfig`; its `max_runs` stops the study after
+            that many new runs.
 
     Returns:
         The `report` dict.
@@ -322,7 +322,7 @@ def run_comparison(config: CompareConfig, max_runs=None):
     _complete(
         config, [r for r in incomplete if r not in todo], beyond_table_data
     )
-    for index, run in enumerate(todo[:max_runs]):
+    for index, run in enumerate(todo[: config.max_runs]):
         print(f"[compare] ({index + 1}/{len(todo)}) {run.key}", flush=True)
         if (
             run.kind != "pretrain"
