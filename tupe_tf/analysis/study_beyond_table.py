@@ -19,7 +19,9 @@ Example:
 
 import dataclasses
 
+from tupe_tf.analysis import study_data
 from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
 from tupe_tf.utils.backbone_options import ROPE_SCALINGS
 
 SCALED_KEY = "rope_scaled_loss_by_length"
@@ -43,8 +45,6 @@ class BeyondTableData:
 
 def is_length_free(variant):
     """Whether a variant's trained model can be rebuilt for longer inputs."""
-    from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
-
     encoding = VARIANTS[variant]["position_encoding"]
     return POSITION_ENCODING_TABLE[encoding].length_free
 
@@ -79,8 +79,6 @@ def missing(config, record):
 
 
 def _loss(config, model, data, length, **overrides):
-    from tupe_tf.analysis import study_data
-
     overrides["max_sequence_length"] = max(length, max(config.eval_lengths))
     return study_data.evaluate_mlm(
         study_data.rebuilt(model, overrides),

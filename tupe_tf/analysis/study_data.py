@@ -19,7 +19,11 @@ import json
 import math
 import os
 
+import data_pipeline
+import tupe_tf
+from data_pipeline import default_data
 from data_pipeline.default_data import DEFAULT_VOCAB_SIZE
+from data_pipeline.wordpiece_learner import DEFAULT_LEARNER
 from tupe_tf.utils import fileio
 
 
@@ -86,8 +90,6 @@ def _shard_files(directory):
 
 def _build_shards(text_file, vocab_file, directory, length, num_shards=1):
     """Packs `text_file` into shards of `length` under `directory`."""
-    from data_pipeline import default_data
-
     return default_data.build_uncased_shards(
         text_file, vocab_file, directory, length, num_shards
     )
@@ -118,9 +120,6 @@ def prepare_study_data(
     Returns:
         A `StudyData`.
     """
-    import data_pipeline
-    from data_pipeline.wordpiece_learner import DEFAULT_LEARNER
-
     settings = {
         # The learner decides the vocabulary, hence every shard: a changed
         # default must rebuild, not reuse.
@@ -244,8 +243,6 @@ def _from_marker(saved):
 def _masked_targets(files, vocab_file, seq_length):
     import numpy as np
 
-    import data_pipeline
-
     dataset = data_pipeline.pretraining_dataset(
         files,
         vocab_file,
@@ -283,8 +280,6 @@ def unigram_loss(train_files, eval_files, vocab_file, seq_length):
 
 def load_masked_lm(preset_dir):
     """The `TupeMaskedLM` of a preset, without its preprocessor."""
-    import tupe_tf
-
     return tupe_tf.TupeMaskedLM.from_preset(preset_dir, preprocessor=None)
 
 
@@ -311,8 +306,6 @@ def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
     token (nats).
     """
     import keras
-
-    import data_pipeline
 
     dataset = data_pipeline.pretraining_dataset(
         files,

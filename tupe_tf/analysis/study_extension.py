@@ -25,10 +25,13 @@ import os
 import shutil
 import time
 
+from tupe_tf import training
+from tupe_tf.analysis import study_data
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.models.context_extension import copy_weights
 from tupe_tf.utils.markdown import markdown_table
 
 KIND = "extend"
@@ -36,8 +39,6 @@ KIND = "extend"
 
 def extension_files(config, data):
     """The training shards at `config.extension_length`."""
-    from tupe_tf.analysis import study_data
-
     if config.extension_train_files:
         return list(config.extension_train_files)
     return study_data.prepare_extension_data(
@@ -54,8 +55,6 @@ def model_dir(config, run):
 
 def _refilled(config, trained):
     """`trained` with its never-trained table rows refilled by the rule."""
-    from tupe_tf.models.context_extension import copy_weights
-
     target = type(trained).from_config(trained.get_config())
     copy_weights(trained, target, config.pretrain.seq_length)
     return target
@@ -64,8 +63,6 @@ def _refilled(config, trained):
 def _second_phase(config, run, preset, data, train_files):
     """Trains the extension; returns `run_pretraining`'s results dict and
     the validation curve."""
-    from tupe_tf import training
-
     # An interrupted run starts over: its curve must be one run's history.
     shutil.rmtree(model_dir(config, run), ignore_errors=True)
     steps = config.extension_steps
@@ -101,8 +98,6 @@ def run_extension(config, run, data, files):
         data: the study's `StudyData` (vocabulary, held-out shards).
         files: `extension_files(config, data)`.
     """
-    from tupe_tf.analysis import study_data
-
     start = time.time()
     short, long = config.pretrain.seq_length, config.extension_length
 

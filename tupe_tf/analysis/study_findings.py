@@ -19,6 +19,8 @@ import os
 import re
 import textwrap
 
+from data_pipeline.glue import GLUE_TASKS
+from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis import study_summary
@@ -92,8 +94,6 @@ def _event_steps(values, budget):
 
 def task_name(task):
     """GLUE's name of a task (`CoLA`), or the key itself."""
-    from data_pipeline.glue import GLUE_TASKS
-
     return GLUE_TASKS[task].directory if task in GLUE_TASKS else task
 
 
@@ -288,8 +288,6 @@ class Findings:
 
     def lengths(self):
         """How much each variant loses at its longest evaluated length."""
-        from tupe_tf.analysis import study_beyond_table
-
         rows = []
         for variant in self.order:
             runs = list(self.runs[variant].values())

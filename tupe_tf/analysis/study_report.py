@@ -15,6 +15,7 @@ import os
 
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
+from tupe_tf.analysis import study_figures
 from tupe_tf.analysis import study_findings
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
@@ -186,8 +187,6 @@ def render_glue_selections(config, finetune, order):
 
 def draw_figures(config, pretrain, finetune, order):
     """The study's figures of the recorded runs; returns their paths."""
-    from tupe_tf.analysis import study_figures
-
     figure_dir = config.study_figures_dir
     written = []
     if pretrain:

@@ -16,7 +16,10 @@ import resource
 import shutil
 import time
 
+from tupe_tf import training
+from tupe_tf.analysis import figures
 from tupe_tf.analysis import study_beyond_table
+from tupe_tf.analysis import study_data
 from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
@@ -26,13 +29,13 @@ from tupe_tf.analysis.study_config import CONTROL_ENCODING
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.analysis.study_config import CompareConfig
 from tupe_tf.analysis.study_plan import Run
+from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.training import finetune
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
 
 def _data(config):
-    from tupe_tf.analysis import study_data
-
     pretrain = config.pretrain
     if pretrain.train_files:
         eval_files = {int(k): list(v) for k, v in config.eval_files.items()}
@@ -57,8 +60,6 @@ def _data(config):
 
 def _beyond_table_data(config, data):
     """The held-out shards past the tables, from --eval_files or built."""
-    from tupe_tf.analysis import study_data
-
     lengths = config.beyond_table_lengths
     if config.pretrain.train_files:
         absent = [n for n in lengths if n not in data.eval_files]
@@ -81,8 +82,6 @@ def _beyond_table_data(config, data):
 
 def _pretrain(config, run, data, steps=None, warmup_steps=None):
     """Pre-trains one model from scratch; returns (model_dir, results)."""
-    from tupe_tf import training
-
     if run.variant == CONTROL:
         options = {"position_encoding": CONTROL_ENCODING}
     else:
@@ -112,8 +111,6 @@ def _pretrain(config, run, data, steps=None, warmup_steps=None):
 
 def run_pretrain(config, run, data, beyond_table_data):
     """Pre-trains one (variant, seed); returns its result dict."""
-    from tupe_tf.analysis import study_data
-
     start = time.time()
     model_dir, results = _pretrain(config, run, data)
     curve = study_records.validation_curve(results, config.eval_interval)
@@ -158,8 +155,6 @@ def _control_preset(config, data):
 
 def run_finetune(config, run, data):
     """Fine-tunes one (variant, task, learning rate, seed)."""
-    from tupe_tf.training import finetune
-
     start = time.time()
     if run.variant == CONTROL:
         preset = _control_preset(config, data)
@@ -257,8 +252,6 @@ def _incomplete(config, planned):
 
 def _complete(config, runs, beyond_table_data):
     """Adds the beyond-table evaluations to finished runs from their models."""
-    from tupe_tf.analysis import study_data
-
     for run in runs:
         path = study_plan.result_path(config, run)
         model = study_data.load_masked_lm(
@@ -352,9 +345,6 @@ def run_comparison(config: CompareConfig):
 def draw_bias_map(config, run):
     """Positional-bias heat map of a trained model (needs the model)."""
     import numpy as np
-
-    from tupe_tf.analysis import figures
-    from tupe_tf.models.tupe_backbone import TupeBackbone
 
     backbone = TupeBackbone.from_preset(
         study_plan.preset_dir(config, run.variant, run.seed)

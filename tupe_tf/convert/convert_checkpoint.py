@@ -3,6 +3,7 @@
 import dataclasses
 import os
 
+import tupe_tf
 from tupe_tf.convert import fairseq_checkpoint
 from tupe_tf.convert import tokenizer_assets
 from tupe_tf.utils import fileio
@@ -42,8 +43,6 @@ def _check_dictionary(symbols, dictionary_path, checkpoint, backbone):
 def build_masked_lm(checkpoint, backbone):
     """Their model as a `TupeMaskedLM` (MLM head tied to the embedding, as
     theirs), weights copied in, no preprocessor."""
-    import tupe_tf
-
     masked_lm = tupe_tf.TupeMaskedLM(
         tupe_tf.TupeBackbone(**backbone), preprocessor=None
     )

@@ -6,6 +6,7 @@ pipeline (`tupe_tf.TupeFairseqTokenizer`), after checking that the codes
 belong to the dictionary.
 """
 
+import tupe_tf
 from tupe_tf.utils.errors import UserError
 
 # A dictionary holds the merged symbols its corpus kept after BPE (one that
@@ -17,6 +18,8 @@ MIN_MERGES_IN_DICTIONARY = 0.5
 def _merged_tokens(codes):
     """The token each merge makes, as a fairseq dictionary spells it: a
     word's last symbol (`...</w>`) bare, any other with `@@`."""
+    # tupe_tf.models loads Keras: the converter refuses a bad checkpoint
+    # before (convert_checkpoint imports this module at its top).
     from tupe_tf.models import fastbpe_codes
 
     end = fastbpe_codes.END_OF_WORD
@@ -81,8 +84,6 @@ def fairseq_preprocessor(dictionary_path, codes_path, sequence_length):
         UserError: the codes cannot be read or do not belong to the
             dictionary.
     """
-    import tupe_tf
-
     tokenizer = tupe_tf.TupeFairseqTokenizer(
         dictionary=dictionary_path, bpe_codes=codes_path
     )
