@@ -117,6 +117,24 @@ def test_pad_to_longest_keeps_the_outputs(tiny_preset, pair_glue_dir):
     np.testing.assert_allclose(outputs_trimmed, outputs_full, atol=1e-5)
 
 
+def test_pad_to_longest_is_refused_on_tpu(tmp_path, tiny_preset, pair_glue_dir):
+    from tupe_tf.training.finetune import validate_glue_config
+    from tupe_tf.utils.errors import UserError
+
+    config = GlueConfig(
+        task="mrpc",
+        preset=tiny_preset,
+        glue_dir=pair_glue_dir,
+        output_dir=str(tmp_path / "glue"),
+        seq_length=32,
+        pad_to_longest=True,
+        runtime=RuntimeConfig(strategy="tpu"),
+    )
+    with pytest.raises(UserError, match=r"--pad_to_longest .* --strategy=tpu"):
+        validate_glue_config(config)
+    assert not (tmp_path / "glue").exists()  # refused before any output
+
+
 @pytest.fixture(scope="module")
 def sentiment_glue_dir(tmp_path_factory):
     """A learnable SST-2-layout task: the label is the adjective's polarity."""
