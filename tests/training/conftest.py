@@ -67,6 +67,9 @@ def subprocess_env(**extra):
     env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("TF_CONFIG", None)
+    if "XLA_FLAGS" in extra:
+        # Added to the session's flags (tests/conftest.py), not in their place.
+        extra["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {extra['XLA_FLAGS']}"
     env.update(extra)
     return env
 
@@ -215,7 +218,8 @@ def sst2_config(output_dir, preset, glue_dir, **overrides):
 
 
 def pretrain_config(model_dir, shards, vocab_file, **overrides):
-    """A tiny `PretrainConfig` for in-process runs."""
+    """A tiny `PretrainConfig` for in-process runs, in graph mode unless
+    `jit_compile` says otherwise (as TINY_MODEL_FLAGS)."""
     from tupe_tf.training import config as config_lib
 
     model_overrides = {
@@ -251,7 +255,9 @@ def pretrain_config(model_dir, shards, vocab_file, **overrides):
         verbose=0,
         model=config_lib.ModelConfig(**model),
         optimizer=config_lib.OptimizerConfig(**optimizer),
-        runtime=config_lib.RuntimeConfig(**runtime_overrides),
+        runtime=config_lib.RuntimeConfig(
+            **{"jit_compile": False, **runtime_overrides}
+        ),
     )
     kwargs.update(overrides)
     return config_lib.PretrainConfig(**kwargs)

@@ -47,6 +47,7 @@ def test_pretraining_writes_checkpoints_logs_preset_and_results(
         save_every=3,
         eval_every=3,
         steps_per_execution=3,
+        jit_compile=None,  # the default: XLA on one device
     )
     result = run_pretraining(config)
     results = json.loads((tmp_path / "model" / "results.json").read_text())
