@@ -1,14 +1,16 @@
 """Loads tupe-tf exports in a fresh process and checks them (see
 test_loading_in_fresh_process.py, which runs this file as a script).
 
-Usage: python fresh_process_checks.py {encoder|keras3|tf_keras} REFERENCE.npz
+Usage: python fresh_process_checks.py {encoder|keras3|tf_keras} REFERENCE.npz...
 
 `encoder` checks the hub encoder alone (`keras3` does, then the
 preprocessor and serving exports).
 
-REFERENCE.npz holds the export paths and the in-memory results. Exits
-non-zero (with the assertion) on the first mismatch; prints one `OK <check>`
-line per check that passed.
+Each REFERENCE.npz holds the export paths and the in-memory results of one
+model (one process checks several: a start-up costs more than the checks).
+Prints `REFERENCE <path>` before each model's checks and one `OK <check>`
+line per check that passed; exits non-zero (with the assertion) on the first
+mismatch.
 """
 
 import os
@@ -212,10 +214,11 @@ def tf_keras_checks(ref):
 
 
 if __name__ == "__main__":
-    reference = dict(np.load(sys.argv[2], allow_pickle=False))
     checks = {
         "encoder": encoder_checks,
         "keras3": keras3_checks,
         "tf_keras": tf_keras_checks,
-    }
-    checks[sys.argv[1]](reference)
+    }[sys.argv[1]]
+    for path in sys.argv[2:]:
+        print(f"REFERENCE {path}", flush=True)
+        checks(dict(np.load(path, allow_pickle=False)))

@@ -74,14 +74,16 @@ def save_reference(
     return path
 
 
-def run_checks(mode, reference):
+def run_checks(mode, *references):
+    """Runs `fresh_process_checks.py` in `mode` on `references` in one fresh
+    process; returns {reference: the `OK` lines of its checks}."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(CHECKS)))
     env = dict(os.environ)
     env.pop("TF_USE_LEGACY_KERAS", None)
     # The checkout itself, installed or not.
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     result = subprocess.run(
-        [sys.executable, CHECKS, mode, reference],
+        [sys.executable, CHECKS, mode, *references],
         capture_output=True,
         text=True,
         timeout=300,
@@ -89,16 +91,20 @@ def run_checks(mode, reference):
         cwd=root,
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return [
-        line for line in result.stdout.splitlines() if line.startswith("OK ")
-    ]
+    passed = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("REFERENCE "):
+            checked = passed.setdefault(line.split(" ", 1)[1], [])
+        elif line.startswith("OK "):
+            checked.append(line)
+    return passed
 
 
 def test_keras3_saved_model_load_tfsm_layer_and_hub_load(reference):
-    passed = run_checks("keras3", reference)
+    passed = run_checks("keras3", reference)[reference]
     assert len(passed) == 8, passed
 
 
 def test_tf_keras_hub_keras_layer_trainable(reference):
-    passed = run_checks("tf_keras", reference)
+    passed = run_checks("tf_keras", reference)[reference]
     assert len(passed) == 4, passed

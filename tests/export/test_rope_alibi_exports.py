@@ -23,31 +23,27 @@ from tests.export.test_loading_in_fresh_process import save_reference
 pytestmark = pytest.mark.large
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        dict(position_encoding="rope"),
-        # ALiBi together with DIET's per-head segment bias.
-        dict(position_encoding="alibi", segment_encoding="per-head"),
-        dict(position_encoding="sinusoidal"),
-        dict(position_encoding="nope"),
-        dict(position_encoding="kerple-log"),
-        dict(position_encoding="fire", segment_encoding="per-head"),
-        dict(position_encoding="shaw", shaw_max_distance=4),
-    ],
-    ids=[
-        "rope",
-        "alibi-per-head",
-        "sinusoidal",
-        "nope",
-        "kerple-log",
-        "fire-per-head",
-        "shaw",
-    ],
-)
-def option_exports(request, tmp_path_factory):
+OPTIONS = {
+    "rope": dict(position_encoding="rope"),
+    # ALiBi together with DIET's per-head segment bias.
+    "alibi-per-head": dict(
+        position_encoding="alibi", segment_encoding="per-head"
+    ),
+    "sinusoidal": dict(position_encoding="sinusoidal"),
+    "nope": dict(position_encoding="nope"),
+    "kerple-log": dict(position_encoding="kerple-log"),
+    "fire-per-head": dict(
+        position_encoding="fire", segment_encoding="per-head"
+    ),
+    "shaw": dict(position_encoding="shaw", shaw_max_distance=4),
+}
+
+
+def _export(options, tmp_path_factory):
+    """A tiny classifier of `options`, its preset exported in the three
+    formats; returns (classifier, export paths, the checks' reference)."""
     keras.utils.set_random_seed(11)
-    options = dict(request.param)
+    options = dict(options)
     root = tmp_path_factory.mktemp(options["position_encoding"])
     tokenizer = tupe_tf.TupeTokenizer(vocabulary=VOCAB, lowercase=True)
     preprocessor = tupe_tf.TupeTextClassifierPreprocessor(
@@ -86,21 +82,36 @@ def option_exports(request, tmp_path_factory):
     return classifier, paths, reference
 
 
+@pytest.fixture(scope="module")
+def option_exports(tmp_path_factory):
+    """Option id -> `_export`'s result, for every option."""
+    return {
+        name: _export(options, tmp_path_factory)
+        for name, options in OPTIONS.items()
+    }
+
+
+def _checked(option_exports, mode, count):
+    """Runs the fresh-process checks of `mode` on every option's exports in
+    one process; each option passes `count` checks."""
+    references = {name: ref for name, (_, _, ref) in option_exports.items()}
+    passed = run_checks(mode, *references.values())
+    for name, reference in references.items():
+        assert len(passed[reference]) == count, (name, passed[reference])
+
+
 def test_keras3_loads_all_three_formats(option_exports):
-    _, _, reference = option_exports
-    passed = run_checks("keras3", reference)
-    assert len(passed) == 8, passed
+    _checked(option_exports, "keras3", 8)
 
 
 def test_tf_keras_hub_layer_trains(option_exports):
-    _, _, reference = option_exports
-    passed = run_checks("tf_keras", reference)
-    assert len(passed) == 4, passed
+    _checked(option_exports, "tf_keras", 4)
 
 
-def test_exported_encoder_at_another_length(option_exports):
+@pytest.mark.parametrize("option", list(OPTIONS))
+def test_exported_encoder_at_another_length(option_exports, option):
     """Folded at SEQ_LENGTH; other lengths take the computed path."""
-    classifier, paths, _ = option_exports
+    classifier, paths, _ = option_exports[option]
     encoder = tf.saved_model.load(paths["hub_encoder"])
     rng = np.random.default_rng(3)
     for length in (SEQ_LENGTH, 9):
