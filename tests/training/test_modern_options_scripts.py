@@ -23,27 +23,35 @@ from tests.training.conftest import subprocess_env
 
 pytestmark = pytest.mark.large
 
-# Runs in a fresh process: loads the three exports with TensorFlow alone.
+# Runs in a fresh process: loads each option's three exports with TensorFlow
+# alone (one process for all options: a start-up costs more than a load).
 _LOAD_EXPORTS = """
 import sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the preprocessor's ops)
 
-serving, encoder, preprocessor, out = sys.argv[1:5]
 texts = tf.constant(["the history of the city", "music and art"])
-served = tf.saved_model.load(serving).signatures["serving_default"](
-    text=texts
-)
-inputs = tf.saved_model.load(preprocessor)(texts)
-encoded = tf.saved_model.load(encoder)(inputs)
-np.savez(
-    out,
-    pooled=encoded["pooled_output"].numpy(),
-    served_pooled=served["pooled_output"].numpy(),
-    **{k: v.numpy() for k, v in inputs.items()},
-)
+arguments = sys.argv[1:]
+for start in range(0, len(arguments), 4):
+    serving, encoder, preprocessor, out = arguments[start : start + 4]
+    served = tf.saved_model.load(serving).signatures["serving_default"](
+        text=texts
+    )
+    inputs = tf.saved_model.load(preprocessor)(texts)
+    encoded = tf.saved_model.load(encoder)(inputs)
+    np.savez(
+        out,
+        pooled=encoded["pooled_output"].numpy(),
+        served_pooled=served["pooled_output"].numpy(),
+        **{k: v.numpy() for k, v in inputs.items()},
+    )
 """
+
+# The options with a position layer of their own; sinusoidal and nope
+# change only the input side, whose exports test_rope_alibi_exports.py
+# reloads.
+OPTIONS = ["rope", "alibi", "kerple-log", "fire", "shaw"]
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +68,10 @@ def sentiment_glue_dir(tmp_path_factory):
     return str(root)
 
 
-# The options with a position layer of their own; sinusoidal and nope
-# change only the input side, whose exports test_rope_alibi_exports.py
-# reloads.
-@pytest.mark.parametrize(
-    "option", ["rope", "alibi", "kerple-log", "fire", "shaw"]
-)
-def test_pretrain_script_finetune_and_export(
-    option, tmp_path, data_flags, sentiment_glue_dir
-):
-    model_dir = tmp_path / "model"
+def _pretrain_finetune_export(option, root, data_flags, glue_dir):
+    """Pre-trains `option` with the script, fine-tunes and exports its
+    preset; returns what the test checks."""
+    model_dir = root / "model"
     run = run_script(
         PRETRAIN_SCRIPT,
         TINY_MODEL_FLAGS
@@ -85,23 +87,18 @@ def test_pretrain_script_finetune_and_export(
         ],
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    results = json.loads((model_dir / "results.json").read_text())
-    assert results["global_step"] == 4
-    assert np.isfinite(results["eval"]["loss"])
-    config = json.loads((model_dir / "checkpoints" / "run.json").read_text())
-    assert config["model"]["position_encoding"] == option
     preset = str(model_dir / "preset")
 
     from tupe_tf.export import export_preset
     from tupe_tf.training.config import GlueConfig
     from tupe_tf.training.finetune import run_glue
 
-    results = run_glue(
+    glue = run_glue(
         GlueConfig(
             task="sst2",
             preset=preset,
-            glue_dir=sentiment_glue_dir,
-            output_dir=str(tmp_path / "glue"),
+            glue_dir=glue_dir,
+            output_dir=str(root / "glue"),
             learning_rates=[1e-3],
             seeds=[0],
             num_epochs=1,
@@ -110,35 +107,70 @@ def test_pretrain_script_finetune_and_export(
             verbose=0,
         ).replace(runtime=dict(jit_compile=False))
     )
-    dev = results["runs"][0]["dev"]
-    assert 0.0 <= dev[next(iter(dev))]["accuracy"] <= 1.0
-
-    exports = {
-        export_format: export_preset(
+    exports = [
+        export_preset(
             preset,
-            str(tmp_path / export_format),
+            str(root / export_format),
             export_format,
             seq_length=SEQ_LENGTH,
         )
         for export_format in ("serving", "hub_encoder", "hub_preprocessor")
-    }
+    ]
+    return dict(
+        model_dir=model_dir,
+        preset=preset,
+        glue=glue,
+        exports=exports,
+        outputs=str(root / "outputs.npz"),
+    )
 
-    out = str(tmp_path / "outputs.npz")
+
+@pytest.fixture(scope="module")
+def option_runs(tmp_path_factory, data_flags, sentiment_glue_dir):
+    """Option -> `_pretrain_finetune_export`'s result, the exports loaded in
+    a fresh process."""
+    runs = {
+        option: _pretrain_finetune_export(
+            option,
+            tmp_path_factory.mktemp(option),
+            data_flags,
+            sentiment_glue_dir,
+        )
+        for option in OPTIONS
+    }
     loaded = subprocess.run(
         [sys.executable, "-c", _LOAD_EXPORTS]
-        + [exports["serving"], exports["hub_encoder"]]
-        + [exports["hub_preprocessor"], out],
+        + [
+            path
+            for run in runs.values()
+            for path in run["exports"] + [run["outputs"]]
+        ],
         env=subprocess_env(),
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert loaded.returncode == 0, loaded.stderr[-3000:]
-    outputs = np.load(out)
+    return runs
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_pretrain_script_finetune_and_export(option, option_runs):
+    run = option_runs[option]
+    results = json.loads((run["model_dir"] / "results.json").read_text())
+    assert results["global_step"] == 4
+    assert np.isfinite(results["eval"]["loss"])
+    config = json.loads(
+        (run["model_dir"] / "checkpoints" / "run.json").read_text()
+    )
+    assert config["model"]["position_encoding"] == option
+    dev = run["glue"]["runs"][0]["dev"]
+    assert 0.0 <= dev[next(iter(dev))]["accuracy"] <= 1.0
 
     import tupe_tf
 
-    backbone = tupe_tf.TupeBackbone.from_preset(preset)
+    outputs = np.load(run["outputs"])
+    backbone = tupe_tf.TupeBackbone.from_preset(run["preset"])
     assert backbone.position_encoding == option
     expected = backbone(
         {
