@@ -13,9 +13,14 @@ median of its per-round ratio to `keras_hub.models.BertBackbone` (through
 
 `--output` also gets the command, the flags, every round's wall and CPU
 seconds per step of each case (keyed `option/train`, `option/predict`) and
-the printed table.
+the printed table. `--table_from` prints the table of such a file again,
+measuring nothing:
+
+    python benchmarks/step_overhead.py \
+        --table_from=benchmarks/results/step_overhead_small_128_9rounds.json
 """
 
+import json
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -42,6 +47,11 @@ flags.DEFINE_list(
     "Position encodings to measure.",
 )
 flags.DEFINE_string("output", None, "Also write the results as JSON here.")
+flags.DEFINE_string(
+    "table_from",
+    None,
+    "Print the table of a JSON file that --output wrote; measure nothing.",
+)
 
 BASE = "keras-hub BERT"
 MAX_PREDICTIONS = 20
@@ -108,6 +118,15 @@ def model_cases(name, batch):
     }
 
 
+def ratio_cell(summary):
+    """'wall median [min, max] / CPU median' of the per-round ratios."""
+    wall, cpu = summary.wall_ratio, summary.cpu_ratio
+    return (
+        f"{harness.percent(wall.median)} [{harness.percent(wall.low)}, "
+        f"{harness.percent(wall.high)}] / {harness.percent(cpu.median)}"
+    )
+
+
 def table_row(name, samples):
     cells = [name]
     for step in STEPS:
@@ -115,34 +134,54 @@ def table_row(name, samples):
             samples[name, step], reference=samples[BASE, step]
         )
         cells.append(f"{summary.wall.median * 1e3:.1f}")
-        cells.append(
-            f"{harness.percent(summary.wall_ratio.median)} / "
-            f"{harness.percent(summary.cpu_ratio.median)}"
-        )
+        cells.append(ratio_cell(summary))
     return cells
 
 
+def print_results(title, names, samples):
+    """Prints and returns the table of `samples` ({(name, step): Timings})."""
+    return harness.print_table(
+        title,
+        [
+            "option",
+            "train step ms (wall)",
+            "train vs BERT (wall [min, max] / CPU)",
+            "predict ms (wall)",
+            "predict vs BERT (wall [min, max] / CPU)",
+        ],
+        [table_row(name, samples) for name in names],
+        align=[None] + ["right"] * 4,
+    )
+
+
+def read_results(path):
+    """(title, names, samples) of a JSON file that `--output` wrote."""
+    with open(path) as f:
+        raw = json.load(f)
+    samples = {
+        tuple(key.rsplit("/", 1)): [harness.Timing(*t) for t in times]
+        for key, times in raw["samples"].items()
+    }
+    names = list(dict.fromkeys(name for name, _ in samples))
+    return raw["table"].split("\n", 1)[0], names, samples
+
+
 def main(_):
+    if FLAGS.table_from:
+        print_results(*read_results(FLAGS.table_from))
+        return
     batch = make_batch(np.random.default_rng(0))
     names = [BASE] + list(FLAGS.options)
     cases = {}
     for name in names:
         cases.update(model_cases(name, batch))
     samples = harness.run_rounds(cases, FLAGS.rounds)
-    table = harness.print_table(
+    title = (
         f"dims {describe_dims()}, jit_compile={FLAGS.jit_compile}, "
         f"rounds={FLAGS.rounds}x{FLAGS.steps_per_round} steps, tf "
-        f"{tf.__version__}, {harness.machine()}",
-        [
-            "option",
-            "train step ms (wall)",
-            "train vs BERT (wall / CPU)",
-            "predict ms (wall)",
-            "predict vs BERT (wall / CPU)",
-        ],
-        [table_row(name, samples) for name in names],
-        align=[None] + ["right"] * 4,
+        f"{tf.__version__}, {harness.machine()}"
     )
+    table = print_results(title, names, samples)
     print("\nTarget: every option at most +3% train and +3% predict.")
     harness.write_json(
         FLAGS.output,
