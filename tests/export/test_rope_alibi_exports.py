@@ -39,9 +39,11 @@ OPTIONS = {
 }
 
 
-def _export(options, tmp_path_factory):
+def _export(options, tmp_path_factory, preprocessor_export=None):
     """A tiny classifier of `options`, its preset exported in the three
-    formats; returns (classifier, export paths, the checks' reference)."""
+    formats (the hub preprocessor only where `preprocessor_export` is None:
+    the options share one tokenizer and length, so one export serves all);
+    returns (classifier, export paths, the checks' reference)."""
     keras.utils.set_random_seed(11)
     options = dict(options)
     root = tmp_path_factory.mktemp(options["position_encoding"])
@@ -57,12 +59,14 @@ def _export(options, tmp_path_factory):
     randomize(classifier)
     preset = str(root / "preset")
     classifier.save_to_preset(preset)
-    paths = {}
-    for export_format, kwargs in (
+    paths = {"hub_preprocessor": preprocessor_export}
+    formats = [
         ("serving", dict(text_fields=["premise", "hypothesis"])),
         ("hub_encoder", {}),
-        ("hub_preprocessor", {}),
-    ):
+    ]
+    if preprocessor_export is None:
+        formats.append(("hub_preprocessor", {}))
+    for export_format, kwargs in formats:
         paths[export_format] = str(root / export_format)
         tupe_tf.export.export_preset(
             preset,
@@ -85,10 +89,12 @@ def _export(options, tmp_path_factory):
 @pytest.fixture(scope="module")
 def option_exports(tmp_path_factory):
     """Option id -> `_export`'s result, for every option."""
-    return {
-        name: _export(options, tmp_path_factory)
-        for name, options in OPTIONS.items()
-    }
+    first, *others = OPTIONS
+    exports = {first: _export(OPTIONS[first], tmp_path_factory)}
+    shared = exports[first][1]["hub_preprocessor"]
+    for name in others:
+        exports[name] = _export(OPTIONS[name], tmp_path_factory, shared)
+    return exports
 
 
 def _checked(option_exports, mode, count):

@@ -1,11 +1,18 @@
-"""Preemption and a lost worker: scripts/pretrain.py stopped at a random
-step, rerun, compared with an uninterrupted run.
+"""Preemption, a crash and a lost worker: scripts/pretrain.py stopped at a
+random step, rerun, compared with an uninterrupted run.
 
 SIGTERM saves the checkpoint of the step the run is at and exits 75 (every
 worker of a multi-worker run at the same step); a second SIGTERM during
-that save ends the run at once, the previous checkpoint kept; a worker
-that stops answering ends the other within the heartbeat bound, exit 69.
-Each rerun resumes and ends with the uninterrupted run's weights.
+that save ends the run at once, the previous checkpoint kept; `kill -9`
+loses only the steps after the last complete checkpoint; a worker that
+stops answering ends the other within the heartbeat bound, exit 69. Each
+rerun resumes and ends with the uninterrupted run's weights (optimizer
+state, step and learning-rate schedule restored; the data stream continues
+after the batches already trained on). One uninterrupted one-device run is
+the reference of the one-device cases, with gradient accumulation too (the
+same global batches give the same updates, to round-off);
+`MirroredStrategy` and the two workers have their own, their updates
+differing from one device's beyond round-off.
 """
 
 import json
@@ -17,16 +24,17 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
+from tests import subprocesses
 from tests.subprocesses import _is_stopped
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
+from tests.training.conftest import TINY_MODEL_FLAGS
+from tests.training.conftest import run_script
 from tests.training.conftest import subprocess_env
 from tests.training.conftest import worker_tf_configs
-from tests.training.test_resume import _checkpoint_steps
-from tests.training.test_resume import assert_same_training
-from tests.training.test_resume import training_flags
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
 from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
 from tupe_tf.training.preemption import StopRequests
@@ -39,13 +47,65 @@ SLOW_SAVE_DRIVER = os.path.join(
 
 
 def _flags(data_flags, model_dir, *extra):
-    return training_flags(
-        data_flags,
-        model_dir,
-        *extra,
-        num_steps=NUM_STEPS,
-        save_every=SAVE_EVERY,
+    """The flags of a tiny run that saves and logs every `SAVE_EVERY`
+    steps, without dropout (no RNG in training: runs must agree exactly)."""
+    return (
+        TINY_MODEL_FLAGS
+        + data_flags
+        + [
+            f"--model_dir={model_dir}",
+            f"--num_train_steps={NUM_STEPS}",
+            f"--save_every={SAVE_EVERY}",
+            "--eval_steps=2",
+            "--global_batch_size=8",
+            "--learning_rate=2e-3",
+            "--warmup_steps=4",
+            "--dropout=0",
+            f"--log_every={SAVE_EVERY}",
+            *extra,
+        ]
     )
+
+
+def _checkpoint_steps(checkpoint_dir):
+    """Steps of the complete checkpoints: those the `checkpoint` index file
+    lists (a `ckpt-N.index` file is written before the index names it, so
+    a kill in between leaves ckpt-N incomplete)."""
+    index = os.path.join(checkpoint_dir, "checkpoint")
+    try:
+        with open(index) as f:
+            text = f.read()
+    except OSError:
+        return []
+    return sorted({int(step) for step in re.findall(r'"ckpt-(\d+)"', text)})
+
+
+def assert_same_training(results, reference_results):
+    """Two runs' `results.json`: the same evaluation loss and backbone
+    weights, to round-off."""
+    assert results["eval"]["loss"] == pytest.approx(
+        reference_results["eval"]["loss"], abs=1e-4
+    )
+    for got, want in zip(
+        _backbone_weights(results["preset_dir"]),
+        _backbone_weights(reference_results["preset_dir"]),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _backbone_weights(preset):
+    import tupe_tf
+
+    return [w.numpy() for w in tupe_tf.TupeBackbone.from_preset(preset).weights]
+
+
+@pytest.fixture(scope="module")
+def reference_dir(tmp_path_factory, data_flags):
+    """The model dir of one uninterrupted one-device run."""
+    model_dir = tmp_path_factory.mktemp("reference")
+    run = run_script(PRETRAIN_SCRIPT, _flags(data_flags, model_dir))
+    assert run.returncode == 0, run.stderr[-4000:]
+    return model_dir
 
 
 class Run:
@@ -172,15 +232,16 @@ def test_sigterm_requests_a_stop_and_gives_sigterm_its_default_action():
 )
 @pytest.mark.large
 def test_sigterm_saves_the_step_it_is_at_and_a_rerun_loses_nothing(
-    tmp_path, data_flags, extra
+    tmp_path, data_flags, reference_dir, extra
 ):
-    reference_dir, model_dir = tmp_path / "reference", tmp_path / "model"
+    model_dir = tmp_path / "model"
     checkpoints = model_dir / "checkpoints"
-    reference = Run(
-        tmp_path, "reference", _flags(data_flags, reference_dir, *extra)
-    )
-    assert reference.wait() == 0, reference.stderr[-4000:]
-
+    if extra:
+        reference_dir = tmp_path / "reference"
+        reference = Run(
+            tmp_path, "reference", _flags(data_flags, reference_dir, *extra)
+        )
+        assert reference.wait() == 0, reference.stderr[-4000:]
     preempted = Run(
         tmp_path, "preempted", _flags(data_flags, model_dir, *extra)
     )
@@ -223,6 +284,56 @@ def test_sigterm_saves_the_step_it_is_at_and_a_rerun_loses_nothing(
     rerun = Run(tmp_path, "rerun", _flags(data_flags, model_dir, *extra))
     assert rerun.wait() == 0, rerun.stderr[-4000:]
     _assert_resumed_to_the_reference(model_dir, reference_dir, resumed_from)
+
+
+# With gradient accumulation too: checkpoints and the data skip count
+# updates, each of which consumed its micro-batches.
+@pytest.mark.parametrize(
+    "extra", [(), ("--gradient_accumulation_steps=2",)], ids=["k1", "k2"]
+)
+@pytest.mark.large
+def test_kill_9_then_rerun_resumes_and_matches_an_uninterrupted_run(
+    tmp_path, data_flags, reference_dir, extra
+):
+    crashed_dir = tmp_path / "crashed"
+    command = [sys.executable, PRETRAIN_SCRIPT] + _flags(
+        data_flags, crashed_dir, *extra
+    )
+    process = subprocess.Popen(
+        command,
+        env=subprocess_env(),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline and process.poll() is None:
+            steps = _checkpoint_steps(crashed_dir / "checkpoints")
+            if steps and steps[-1] >= SAVE_EVERY:
+                break
+            time.sleep(0.05)
+        subprocesses.interrupt(process, signal.SIGKILL)
+    finally:
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert not (crashed_dir / "results.json").exists()
+    killed_at = _checkpoint_steps(crashed_dir / "checkpoints")[-1]
+    assert SAVE_EVERY <= killed_at < NUM_STEPS
+
+    resumed = run_script(
+        PRETRAIN_SCRIPT, _flags(data_flags, crashed_dir, *extra)
+    )
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    results = json.loads((crashed_dir / "results.json").read_text())
+    assert results["global_step"] == NUM_STEPS
+    # Resumed from a complete checkpoint at or after the one seen before the kill.
+    assert results["resumed_from_step"] >= killed_at
+    assert results["resumed_from_step"] % SAVE_EVERY == 0
+    assert f"Resumed from {crashed_dir / 'checkpoints'}" in resumed.stdout
+
+    reference_results = json.loads((reference_dir / "results.json").read_text())
+    assert_same_training(results, reference_results)
 
 
 def _start_workers(tmp_path, name, flags):
