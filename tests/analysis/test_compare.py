@@ -887,3 +887,10 @@ def test_extension_gaps_are_spread_over_seeds_and_plateau_seeds_flagged():
         "+0.188 [+0.125, +0.250]"
     ) in text
     assert "pre-training left the plateau: `tupe-a` 1; every other" in text
+    # One seed of nope: each variant says how many seeds its gap rests on.
+    text = study_findings.Findings(
+        config, pretrain, [], extensions[:3], [], order
+    ).extension()
+    assert "(`extend/`, 1-2 seeds per variant" in text
+    assert "`nope` (1 seed) (no positions) +0.062 -> +0.031" in text
+    assert "`tupe-a` (2 seeds) +0.312 [+0.125, +0.500] -> " in text

@@ -438,10 +438,19 @@ class Findings:
         base = next((r for r in rows if r["variant"] == NO_POSITIONS), None)
         counts = [len(row["seeds"]) for row in rows]
 
+        mixed = min(counts) != max(counts)
+
         def gap(row):
             before = study_stats.format_spread(row["before"], signed=True)
             after = study_stats.format_spread(row["after"], signed=True)
             return f"{before} -> {after}"
+
+        def name(row):
+            """The variant, with its seed count where the counts differ."""
+            if not mixed:
+                return f"`{row['variant']}`"
+            count = len(row["seeds"])
+            return f"`{row['variant']}` ({count} seed{'s' * (count > 1)})"
 
         groups = {}
         for row in rows:
@@ -452,7 +461,7 @@ class Findings:
             EXTENSION_GROUPS[group].format(base=NO_POSITIONS)
             + ": "
             + ", ".join(
-                f"`{r['variant']}` {gap(r)}"
+                f"{name(r)} {gap(r)}"
                 for r in sorted(
                     groups[group], key=lambda r: r["after"]["median"]
                 )
@@ -477,7 +486,7 @@ class Findings:
             + ("" if one_seed else ", median [min, max] over seeds")
         )
         if base:
-            text += f"; `{NO_POSITIONS}` (no positions) {gap(base)}"
+            text += f"; {name(base)} (no positions) {gap(base)}"
         return (
             text
             + "; "
