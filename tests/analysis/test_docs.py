@@ -310,11 +310,10 @@ def _findings_phrases(e):
         }
         assert median["ntk"] < plain < min(median["linear"], median["yarn"]), n
     phrases.append(
-        "**RoPE past its training length needs a scaling, and NTK is the one that "
-        "works here**; YaRN and linear interpolation"
+        "**RoPE past its training length needs a scaling**: NTK (bloc97, 2023) works"
     )
     phrases.append(
-        "linear interpolation, meant to be followed by fine-tuning at the new length, are worse than none"
+        "evaluated after fine-tuning in their papers, are worse than none here"
     )
     # Section 5.
     reach = e.summary["tupe-r"]["reach_bert"]["text"].split(" ")[0]
