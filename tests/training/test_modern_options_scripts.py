@@ -111,6 +111,9 @@ def _pretrain_finetune_export(
             verbose=0,
         ).replace(runtime=dict(jit_compile=False))
     )
+    formats = ["serving", "hub_encoder"]
+    if preprocessor_export is None:
+        formats.append("hub_preprocessor")
     exports = [
         export_preset(
             preset,
@@ -118,16 +121,16 @@ def _pretrain_finetune_export(
             export_format,
             seq_length=SEQ_LENGTH,
         )
-        for export_format in ("serving", "hub_encoder", "hub_preprocessor")
-        if export_format != "hub_preprocessor" or not preprocessor_export
+        for export_format in formats
     ]
-    if preprocessor_export:
-        exports.append(preprocessor_export)
+    preprocessor_export = preprocessor_export or exports[-1]
+    exports = exports[:2] + [preprocessor_export]
     return dict(
         model_dir=model_dir,
         preset=preset,
         glue=glue,
         exports=exports,
+        preprocessor=preprocessor_export,
         outputs=str(root / "outputs.npz"),
     )
 
@@ -138,7 +141,7 @@ def option_runs(tmp_path_factory, data_flags, sentiment_glue_dir):
     a fresh process."""
     runs = {}
     for option in OPTIONS:
-        shared = runs[OPTIONS[0]]["exports"][2] if runs else None
+        shared = runs[OPTIONS[0]]["preprocessor"] if runs else None
         runs[option] = _pretrain_finetune_export(
             option,
             tmp_path_factory.mktemp(option),
