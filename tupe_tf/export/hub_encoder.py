@@ -180,23 +180,32 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         v.value for v in functions.model.trainable_variables
     ]
     root.regularization_losses = []
+    # `call` branches with `tf.cond` and on Python values only, so
+    # AutoGraph's source conversion (slower than the trace) is skipped.
     root.__call__ = tf.function(
-        lambda inputs, training=False: functions.call(inputs, training)
+        lambda inputs, training=False: functions.call(inputs, training),
+        autograph=False,
     )
     # TF Hub's reusable SavedModel API: traced for both training values.
     for training in (True, False):
         root.__call__.get_concrete_function(specs, training=training)
     root.__call__.get_concrete_function(specs)
+    # The other endpoints call those traces instead of tracing the model
+    # again.
     root.serve = tf.function(
-        lambda inputs: functions.call(inputs, False), input_signature=[specs]
+        lambda inputs: root.__call__(inputs, False),
+        input_signature=[specs],
+        autograph=False,
     )
     root.call_training = tf.function(
-        lambda inputs: functions.call(inputs, True), input_signature=[specs]
+        lambda inputs: root.__call__(inputs, True),
+        input_signature=[specs],
+        autograph=False,
     )
     root.signatures_to_save = {
         "serving_default": tf.function(
             lambda input_word_ids, input_mask, input_type_ids: _flat_outputs(
-                functions.call(
+                root.__call__(
                     {
                         "input_word_ids": input_word_ids,
                         "input_mask": input_mask,
@@ -206,6 +215,7 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
                 )
             ),
             input_signature=list(specs.values()),
+            autograph=False,
         )
     }
     return root

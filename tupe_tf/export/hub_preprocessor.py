@@ -222,7 +222,9 @@ def build_hub_preprocessor(packer, seq_length):
 
     text_spec = tf.TensorSpec([None], tf.string, name="text")
 
-    @tf.function
+    # The packer branches on Python values only: AutoGraph's source
+    # conversion (slower than the trace) is skipped.
+    @tf.function(autograph=False)
     def call(text):
         texts = list(text) if isinstance(text, (list, tuple)) else [text]
         return packer.preprocess(texts, seq_length)
@@ -231,9 +233,11 @@ def build_hub_preprocessor(packer, seq_length):
     for num_segments in range(1, MAX_SEGMENTS + 1):
         call.get_concrete_function([text_spec] * num_segments)
 
-    tokenize = tf.function(packer.tokenize, input_signature=[text_spec])
+    tokenize = tf.function(
+        packer.tokenize, input_signature=[text_spec], autograph=False
+    )
 
-    @tf.function
+    @tf.function(autograph=False)
     def bert_pack_inputs(segments, seq_length=seq_length):
         return packer.bert_pack_inputs(list(segments), seq_length)
 

@@ -118,7 +118,9 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
     root.variables = [v.value for v in model.variables]
     root.trainable_variables = []
     root.regularization_losses = []
-    serve = tf.function(serve_dict, input_signature=[specs])
+    # No tensor-dependent Python control flow: AutoGraph's source
+    # conversion (slower than the trace) is skipped.
+    serve = tf.function(serve_dict, input_signature=[specs], autograph=False)
     signature_function = serve.get_concrete_function()
     root.serve = serve
     return root, {"serving_default": signature_function}
