@@ -25,7 +25,9 @@ from tupe_tf.utils import cli
 from tupe_tf.utils import config_flags
 from tupe_tf.utils import process_startup
 
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
+process_startup.quiet_tensorflow()
+process_startup.skip_unused_optional_imports()
 
 config_flags.define_flags(vocab_lib.VocabConfig)
 

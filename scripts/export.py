@@ -24,7 +24,9 @@ from typing import Sequence
 
 from tupe_tf.utils import process_startup
 
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
+process_startup.quiet_tensorflow()
+process_startup.skip_unused_optional_imports()
 
 from absl import logging  # noqa: E402
 

@@ -15,7 +15,9 @@ import os
 
 from tupe_tf.utils import process_startup
 
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
+process_startup.quiet_tensorflow()
+process_startup.skip_unused_optional_imports()
 
 from tupe_tf.training import config as config_lib  # noqa: E402
 from tupe_tf.training import pretrain  # noqa: E402

@@ -25,19 +25,49 @@ def _module(item):
     return item.nodeid.split("::")[0]
 
 
+# The modules that take longest, longest first (`--durations`): under
+# `-n 2` they start first and the short ones fill in at the end. The list
+# orders the work only; a module missing from it runs after these.
+LONGEST_MODULES = (
+    "tests/training/test_preemption.py",
+    "tests/analysis/test_compare.py",
+    "tests/training/test_modern_options_scripts.py",
+    "tests/export/test_rope_alibi_exports.py",
+    "tests/training/test_finetune.py",
+    "tests/training/test_gradient_accumulation.py",
+    "tests/training/test_user_errors.py",
+    "tests/training/test_pretrain.py",
+    "tests/models/test_backend_training.py",
+    "tests/models/test_tupe_backbone.py",
+    "tests/data_pipeline/test_script_errors.py",
+    "tests/export/test_export_lib.py",
+    "tests/models/test_cross_backend_presets.py",
+    "tests/training/test_two_phase_recipe.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Modules with the most `large` tests first, each kept whole.
+    """The modules of `LONGEST_MODULES` first, in its order, then those
+    with the most `large` tests; each module kept whole.
 
     pytest.ini distributes whole modules (`--dist loadscope`), so a module's
-    fixtures are built once; under `-n 2` the longest modules then start
-    first and the short ones fill in at the end.
+    fixtures are built once, in this order (`--no-loadscope-reorder`: by
+    default pytest-xdist orders modules by their number of tests).
     """
+    rank = {module: index for index, module in enumerate(LONGEST_MODULES)}
     large = collections.Counter(
         _module(item) for item in items if item.get_closest_marker("large")
     )
     first_index = {}
     for index, item in enumerate(items):
         first_index.setdefault(_module(item), index)
-    items.sort(
-        key=lambda item: (-large[_module(item)], first_index[_module(item)])
-    )
+
+    def order(item):
+        module = _module(item)
+        return (
+            rank.get(module, len(rank)),
+            -large[module],
+            first_index[module],
+        )
+
+    items.sort(key=order)

@@ -11,8 +11,12 @@ model (one process checks several: a start-up costs more than the checks).
 Prints `REFERENCE <path>` before each model's checks and one `OK <check>`
 line per check that passed; exits non-zero (with the assertion) on the first
 mismatch.
+
+Models that share one preprocessor export load it once per loader: a
+preprocessor's many functions make its load the slowest of the three.
 """
 
+import functools
 import os
 import sys
 
@@ -81,6 +85,13 @@ def check_trainable_model(model, inputs, ref, variables, what, gradients_what):
     )
 
 
+@functools.cache
+def load_once(loader, path):
+    """`loader(path)` (`tupe_tf.hub.load`, `tf.saved_model.load`,
+    `tensorflow_hub.load` or `tensorflow_hub.KerasLayer`), once per path."""
+    return loader(path)
+
+
 def encoder_checks(ref):
     """The hub encoder on token ids, loaded three ways (Keras 3)."""
     import keras
@@ -126,7 +137,7 @@ def keras3_checks(ref):
     encoder = encoder_checks(ref)
 
     # 4. Preprocessor + encoder on raw text, as the in-memory pipeline.
-    preprocessor = tupe_tf.hub.load(str(ref["preprocessor"]))
+    preprocessor = load_once(tupe_tf.hub.load, str(ref["preprocessor"]))
     encoder_layer = tupe_tf.hub.load(str(ref["encoder"]))
     packed = preprocessor(tf.constant(ref["texts_a"]))
     for name in INPUT_NAMES:
@@ -137,7 +148,7 @@ def keras3_checks(ref):
         atol=ATOL,
     )
     print("OK preprocessor + encoder on raw text (Keras 3)", flush=True)
-    loaded = tf.saved_model.load(str(ref["preprocessor"]))
+    loaded = load_once(tf.saved_model.load, str(ref["preprocessor"]))
     pair = loaded.bert_pack_inputs(
         [
             loaded.tokenize(tf.constant(ref["texts_a"])),
@@ -185,7 +196,7 @@ def tf_keras_checks(ref):
 
     # Raw text through both hub.KerasLayers in one tf-keras model.
     text = tf_keras.Input(shape=(), dtype=tf.string)
-    preprocessor = hub.KerasLayer(str(ref["preprocessor"]))
+    preprocessor = load_once(hub.KerasLayer, str(ref["preprocessor"]))
     encoder = hub.KerasLayer(str(ref["encoder"]))
     pipeline = tf_keras.Model(text, encoder(preprocessor(text)))
     outputs = pipeline(tf.constant(ref["texts_a"]))
@@ -195,7 +206,7 @@ def tf_keras_checks(ref):
     print("OK preprocessor + encoder on raw text (tf-keras)", flush=True)
 
     # Pairs the TF Hub way: hub.KerasLayer on .tokenize and .bert_pack_inputs.
-    loaded = hub.load(str(ref["preprocessor"]))
+    loaded = load_once(hub.load, str(ref["preprocessor"]))
     tokenize = hub.KerasLayer(loaded.tokenize)
     pack = hub.KerasLayer(
         loaded.bert_pack_inputs,

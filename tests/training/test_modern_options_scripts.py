@@ -33,12 +33,15 @@ import tensorflow_text  # noqa: F401 (registers the preprocessor's ops)
 
 texts = tf.constant(["the history of the city", "music and art"])
 arguments = sys.argv[1:]
+preprocessors = {}  # The options share one: loaded once.
 for start in range(0, len(arguments), 4):
     serving, encoder, preprocessor, out = arguments[start : start + 4]
     served = tf.saved_model.load(serving).signatures["serving_default"](
         text=texts
     )
-    inputs = tf.saved_model.load(preprocessor)(texts)
+    if preprocessor not in preprocessors:
+        preprocessors[preprocessor] = tf.saved_model.load(preprocessor)
+    inputs = preprocessors[preprocessor](texts)
     encoded = tf.saved_model.load(encoder)(inputs)
     np.savez(
         out,

@@ -1,5 +1,5 @@
-"""How the command-line tools start and end: a quiet console, and the
-start-up and shut-down costs of the data-pipeline tools.
+"""How the command-line tools start and end: a quiet console, and their
+start-up and shut-down costs.
 
 - TensorFlow's C++ libraries log to the console: on a machine without a
   GPU, "failed call to cuInit: INTERNAL: CUDA error" (an ERROR line a new
@@ -14,8 +14,9 @@ prints the whole-process figures):
 
 - `import tensorflow` eagerly imports Keras, and Keras opportunistically
   imports IPython (`keras.src.saving.file_editor`) and matplotlib
-  (`keras.src.visualization`) when installed, which the tools never use.
-  Both imports are optional in Keras (guarded by `except ImportError`).
+  (`keras.src.visualization`) when installed, which the tools that draw
+  no figures never use. Both
+  imports are optional in Keras (guarded by `except ImportError`).
 - Interpreter shut-down (module teardown, TensorFlow's static destructors)
   is slow; a finished tool can skip it with `os._exit` once its outputs
   are closed and its streams flushed.
