@@ -15,8 +15,8 @@ prints the whole-process figures):
 - `import tensorflow` eagerly imports Keras, and Keras opportunistically
   imports IPython (`keras.src.saving.file_editor`) and matplotlib
   (`keras.src.visualization`) when installed, which the tools that draw
-  no figures never use. Both
-  imports are optional in Keras (guarded by `except ImportError`).
+  no figures never use. Both imports are optional in Keras (guarded by
+  `except ImportError`).
 - Interpreter shut-down (module teardown, TensorFlow's static destructors)
   is slow; a finished tool can skip it with `os._exit` once its outputs
   are closed and its streams flushed.
