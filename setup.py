@@ -60,7 +60,7 @@ setup(
             *FAIRSEQ_TEXT,
             "pytest>=8,<10",
             # Two test processes, one per core of the 2-core machine.
-            "pytest-xdist>=3.6,<4",
+            "pytest-xdist>=3.8,<4",
             "tensorflow-hub>=0.16,<0.17",
             # tensorflow-hub imports pkg_resources, which setuptools 81
             # removed.
