@@ -94,11 +94,15 @@ def _config(tmp_path, data, **changes):
                 num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64
             ),
             # XLA's compile time outweighs 4 steps; the study's default
-            # (XLA) trains as pre-training's tests check.
+            # (XLA) trains as pre-training's and fine-tuning's tests check.
             runtime=dict(jit_compile=False),
         ),
         finetune=dict(
-            glue_dir=data["glue"], seeds=[0], num_epochs=1, seq_length=16
+            glue_dir=data["glue"],
+            seeds=[0],
+            num_epochs=1,
+            seq_length=16,
+            runtime=dict(jit_compile=False),
         ),
     )
     return config.replace(**changes)

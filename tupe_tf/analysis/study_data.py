@@ -323,8 +323,9 @@ def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
     )
 
     # A graph per batch: run eagerly, a small model's evaluation costs
-    # several times its compute in Python dispatch.
-    @tf.function(reduce_retracing=True)
+    # several times its compute in Python dispatch. Traced once for the
+    # dataset's shapes, the smaller last batch included.
+    @tf.function(input_signature=dataset.element_spec)
     def batch_loss(features, ids, weights):
         logits = model(features, training=False)
         return loss_fn(ids, logits, sample_weight=weights), tf.reduce_sum(

@@ -240,6 +240,9 @@ def _compiled_classifier(config, task, features, total_steps, learning_rate):
         jit_compile=distribution.jit_compile(config.runtime),
         steps_per_execution=config.runtime.steps_per_execution,
     )
+    # Built here, not in the first train step: a `tf.function` that creates
+    # variables is traced twice.
+    model.optimizer.build(model.trainable_variables)
     return model
 
 
