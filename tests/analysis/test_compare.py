@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.training.conftest import SHUFFLE_BUFFER
 from tupe_tf.analysis import compare
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_report
@@ -88,6 +89,7 @@ def _config(tmp_path, data, **changes):
             global_batch_size=8,
             num_train_steps=4,
             eval_steps=2,
+            shuffle_buffer=SHUFFLE_BUFFER,
             train_files=data["train"],
             vocab_file=data["vocab"],
             model=dict(

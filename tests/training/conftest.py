@@ -25,6 +25,7 @@ PRETRAIN_SCRIPT = os.path.join(REPO, "scripts", "pretrain.py")
 SHARED_GLUE = os.path.join(REPO, "..", "shared", "data", "glue")
 FINETUNE_SCRIPT = os.path.join(REPO, "scripts", "finetune_glue.py")
 SEQ_LENGTH = 32
+SHUFFLE_BUFFER = 256
 
 # Every subprocess pre-training run uses this model: 2 layers, hidden 32.
 TINY_MODEL_FLAGS = [
@@ -38,6 +39,9 @@ TINY_MODEL_FLAGS = [
     # Graph mode: an XLA compile costs a tiny run more than it saves; the
     # XLA default has tests of its own (test_distribution, the recipe's).
     "--nojit_compile",
+    # The default buffer is larger than a test shard: filling it reads the
+    # shard several times over before the first step.
+    f"--shuffle_buffer={SHUFFLE_BUFFER}",
 ]
 
 
@@ -253,6 +257,7 @@ def pretrain_config(model_dir, shards, vocab_file, **overrides):
         eval_steps=2,
         log_every=2,
         verbose=0,
+        shuffle_buffer=SHUFFLE_BUFFER,
         model=config_lib.ModelConfig(**model),
         optimizer=config_lib.OptimizerConfig(**optimizer),
         runtime=config_lib.RuntimeConfig(
