@@ -121,9 +121,8 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
     # No tensor-dependent Python control flow: AutoGraph's source
     # conversion (slower than the trace) is skipped.
     serve = tf.function(serve_dict, input_signature=[specs], autograph=False)
-    signature_function = serve.get_concrete_function()
     root.serve = serve
-    return root, {"serving_default": signature_function}
+    return root, {"serving_default": serve}
 
 
 def export_serving(
