@@ -61,6 +61,7 @@ SHARED_FIXTURE_MODULES = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # A pytest-xdist hook.
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadscope` with the modules of each `SHARED_FIXTURE_MODULES`
     fixture in one scope (pytest-xdist's scopes are modules and classes:
