@@ -118,16 +118,15 @@ def _read(path):
     return json.loads(Path(path).read_text())
 
 
-def _evaluate(model_or_preset, files, vocab, length, **overrides):
-    """Held-out loss of a preset (or model), rebuilt with `overrides`."""
+def _evaluate(model_or_preset, files, vocab, *lengths):
+    """`{length: held-out loss}` of a preset (or model)."""
     from tupe_tf.analysis import study_data
 
     model = model_or_preset
     if isinstance(model, str):
         model = study_data.load_masked_lm(model)
-    if overrides:
-        model = study_data.rebuilt(model, overrides)
-    return study_data.evaluate_mlm(model, files, vocab, length)["loss"]
+    losses = study_data.heldout_losses(model, files, vocab, lengths)
+    return {str(n): losses[n]["loss"] for n in lengths}
 
 
 def _recompute_from_models(config, data):
@@ -158,17 +157,9 @@ def _recompute_from_models(config, data):
             value[short:] = value[:short]
             table.assign(value)
         found["extend"][variant] = {
-            "trained": {
-                str(n): _evaluate(trained, files[n], vocab, n)
-                for n in (short, long)
-            },
-            "refilled": {
-                str(long): _evaluate(refilled, files[long], vocab, long)
-            },
-            "extended": {
-                str(n): _evaluate(extended, files[n], vocab, n)
-                for n in (short, long)
-            },
+            "trained": _evaluate(trained, files, vocab, short, long),
+            "refilled": _evaluate(refilled, files, vocab, long),
+            "extended": _evaluate(extended, files, vocab, short, long),
         }
     rope = study_data.load_masked_lm(study_plan.preset_dir(config, "rope", 0))
     for scaling in ("linear", "ntk", "yarn"):
@@ -182,8 +173,8 @@ def _recompute_from_models(config, data):
                 overrides["rope_trained_length"] = SEQ
             model = study_data.rebuilt(rope, overrides)
             assert model.backbone.rope_scaling == scaling
-            found["scaled"].setdefault(scaling, {})[str(n)] = _evaluate(
-                model, files[n], vocab, n
+            found["scaled"].setdefault(scaling, {}).update(
+                _evaluate(model, files, vocab, n)
             )
     return found
 

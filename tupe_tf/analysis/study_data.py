@@ -15,6 +15,7 @@ Example:
 """
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -298,18 +299,18 @@ def rebuilt(model, backbone_overrides):
     return rebuilt
 
 
-def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
-    """Masked-LM loss of a `TupeMaskedLM` on one full pass over `files`.
+@functools.lru_cache(maxsize=32)
+def _heldout_dataset(files, vocab_file, seq_length, batch_size):
+    """The held-out batches of `files` (a tuple), built once per process.
 
-    The masks are the reader's deterministic ones (seed 0), so every model
-    is scored on the same masked positions. Returns mean loss per masked
-    token (nats).
+    A study evaluates the same shards for every model and length scaling,
+    and building a reader (tracing its `tf.data` functions) costs more than
+    a small model's pass over them. The masks are stateless functions of
+    the seed and the batch index (`data_pipeline.pretraining_dataset`), so
+    every pass over the one dataset gives the same batches.
     """
-    import keras
-    import tensorflow as tf
-
-    dataset = data_pipeline.pretraining_dataset(
-        files,
+    return data_pipeline.pretraining_dataset(
+        list(files),
         vocab_file,
         seq_length,
         batch_size,
@@ -318,20 +319,72 @@ def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
         deterministic=True,
         drop_remainder=False,
     )
+
+
+def evaluate_mlm(model, files, vocab_file, seq_length, batch_size=16):
+    """Masked-LM loss of a `TupeMaskedLM` on one full pass over `files`.
+
+    The masks are the reader's deterministic ones (seed 0), so every model
+    is scored on the same masked positions. Returns mean loss per masked
+    token (nats).
+    """
+    return heldout_losses(
+        model, {seq_length: files}, vocab_file, [seq_length], batch_size
+    )[seq_length]
+
+
+def heldout_losses(model, files_by_length, vocab_file, lengths, batch_size=16):
+    """`evaluate_mlm` of one model at each of `lengths`, traced once.
+
+    Args:
+        model: a `TupeMaskedLM`.
+        files_by_length: `{length: shards}` (a path or a list of paths).
+        vocab_file: the shards' vocabulary.
+        lengths: the lengths to evaluate, keys of `files_by_length`.
+        batch_size: examples per batch.
+
+    Returns:
+        `{length: {"loss": ..., "perplexity": ...}}`.
+
+    Example:
+    >>> heldout_losses(model, data.eval_files, data.vocab_file, [64, 128])  # doctest: +SKIP
+    """
+    import keras
+    import tensorflow as tf
+
+    datasets = {}
+    for length in lengths:
+        files = files_by_length[length]
+        files = (files,) if isinstance(files, str) else tuple(files)
+        datasets[length] = _heldout_dataset(
+            files, vocab_file, length, batch_size
+        )
     loss_fn = keras.losses.SparseCategoricalCrossentropy(
         from_logits=True, reduction="sum"
     )
-
     # A graph per batch: run eagerly, a small model's evaluation costs
-    # several times its compute in Python dispatch. Traced once for the
-    # dataset's shapes, the smaller last batch included.
-    @tf.function(input_signature=dataset.element_spec)
+    # several times its compute in Python dispatch. Traced once for every
+    # length and the smaller last batch (no dimension fixed).
+    spec = tf.nest.map_structure(
+        lambda s: tf.TensorSpec([None] * s.shape.rank, s.dtype),
+        datasets[lengths[0]].element_spec,
+    )
+
+    @tf.function(input_signature=spec)
     def batch_loss(features, ids, weights):
         logits = model(features, training=False)
         return loss_fn(ids, logits, sample_weight=weights), tf.reduce_sum(
             weights
         )
 
+    return {
+        length: _mean_loss(batch_loss, dataset, files_by_length[length])
+        for length, dataset in datasets.items()
+    }
+
+
+def _mean_loss(batch_loss, dataset, files):
+    """Mean loss per masked token of `batch_loss` over `dataset`."""
     total, count = 0.0, 0.0
     for features, ids, weights in dataset:
         batch_total, batch_count = batch_loss(features, ids, weights)

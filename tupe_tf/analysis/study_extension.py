@@ -101,15 +101,17 @@ def run_extension(config, run, data, files):
     start = time.time()
     short, long = config.pretrain.seq_length, config.extension_length
 
-    def loss(model, length):
-        return study_data.evaluate_mlm(
-            model, data.eval_files[length], data.vocab_file, length
-        )["loss"]
+    def losses(model, *lengths):
+        """`{length: held-out loss}` of `model`, traced once."""
+        by_length = study_data.heldout_losses(
+            model, data.eval_files, data.vocab_file, lengths
+        )
+        return {str(n): by_length[n]["loss"] for n in lengths}
 
     preset = study_plan.preset_dir(config, run.variant, run.pretrain_seed)
     trained = study_data.load_masked_lm(preset)
-    before = {short: loss(trained, short), long: loss(trained, long)}
-    refilled = loss(_refilled(config, trained), long)
+    before = losses(trained, short, long)
+    refilled = losses(_refilled(config, trained), long)
     results, curve = _second_phase(config, run, preset, data, files)
     extended = study_data.load_masked_lm(
         os.path.join(model_dir(config, run), "preset")
@@ -125,12 +127,9 @@ def run_extension(config, run, data, files):
         "global_batch_size": config.extension_batch_size,
         "grown_tables": results["init_from"]["grown_tables"],
         "heldout_loss": {
-            "trained": {str(short): before[short], str(long): before[long]},
-            "refilled": {str(long): refilled},
-            "extended": {
-                str(short): loss(extended, short),
-                str(long): loss(extended, long),
-            },
+            "trained": before,
+            "refilled": refilled,
+            "extended": losses(extended, short, long),
         },
         "curve": curve,
         "data_fingerprint": data.fingerprint,

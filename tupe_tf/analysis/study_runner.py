@@ -116,11 +116,13 @@ def run_pretrain(config, run, data, beyond_table_data):
     curve = study_records.validation_curve(results, config.eval_interval)
     losses = curve["val_loss"]
     model = study_data.load_masked_lm(os.path.join(model_dir, "preset"))
-    extrapolation = {}
-    for length in config.eval_lengths:
-        extrapolation[str(length)] = study_data.evaluate_mlm(
-            model, data.eval_files[length], data.vocab_file, length
-        )["loss"]
+    losses_by_length = study_data.heldout_losses(
+        model, data.eval_files, data.vocab_file, config.eval_lengths
+    )
+    extrapolation = {
+        str(length): result["loss"]
+        for length, result in losses_by_length.items()
+    }
     record = {
         "kind": "pretrain",
         "variant": run.variant,
