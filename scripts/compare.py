@@ -18,17 +18,22 @@ from tupe_tf.utils import process_startup
 
 process_startup.quiet_tensorflow()  # Before TensorFlow loads.
 
-from tupe_tf.analysis import compare  # noqa: E402
+from tupe_tf.analysis.study_config import CompareConfig  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
 
-config_flags.define_flags(compare.CompareConfig)
+config_flags.define_flags(CompareConfig)
 
 
 def compare_or_report(config):
     """Runs (or, with --from_results, reports) the study of `config`."""
     if config.from_results:
         config.validate()
+    # TensorFlow loads here, after the flags are read (a bad flag is
+    # refused at once).
+    from tupe_tf.analysis import compare
+
+    if config.from_results:
         return compare.report(config)
     return compare.run_comparison(config)
 
@@ -45,7 +50,7 @@ def print_result(result):
 
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
-    config = config_flags.config_from_flags(compare.CompareConfig)
+    config = config_flags.config_from_flags(CompareConfig)
     return cli.run_main(compare_or_report, config, print_result)
 
 

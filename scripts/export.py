@@ -107,6 +107,7 @@ def export(settings):
     parent = os.path.dirname(os.path.abspath(settings.export_dir))
     make_writable_directory(parent, "--export_dir's parent directory")
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
+    # TensorFlow loads here, after the flags and paths are checked.
     return tupe_tf.export.export_preset(
         settings.preset,
         settings.export_dir,

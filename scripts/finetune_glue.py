@@ -23,7 +23,6 @@ process_startup.quiet_tensorflow()
 process_startup.skip_unused_optional_imports()
 
 from tupe_tf.training import config as config_lib  # noqa: E402
-from tupe_tf.training import finetune  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
 
@@ -42,6 +41,10 @@ def print_summary(results):
 def main(argv):
     del argv
     config = config_flags.config_from_flags(config_lib.GlueConfig)
+    # TensorFlow loads here, after the flags are read (a bad flag is
+    # refused at once).
+    from tupe_tf.training import finetune
+
     return cli.run_main(finetune.run_glue, config, print_summary)
 
 

@@ -20,7 +20,6 @@ process_startup.quiet_tensorflow()
 process_startup.skip_unused_optional_imports()
 
 from tupe_tf.training import config as config_lib  # noqa: E402
-from tupe_tf.training import pretrain  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
 
@@ -46,6 +45,10 @@ def print_summary(result):
 def main(argv):
     del argv
     config = config_flags.config_from_flags(config_lib.PretrainConfig)
+    # TensorFlow loads here, after the flags are read (a bad flag is
+    # refused at once).
+    from tupe_tf.training import pretrain
+
     return cli.run_main(pretrain.run_pretraining, config, print_summary)
 
 

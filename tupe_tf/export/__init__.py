@@ -1,5 +1,8 @@
 """SavedModel export of tupe-tf presets: serving, TF Hub encoder/preprocessor.
 
+The public names load on first use (PEP 562): `FORMATS` alone does not
+load Keras or TensorFlow (scripts/export.py reads its flags before).
+
 Example:
 ```python
 import tupe_tf.export
@@ -7,14 +10,37 @@ tupe_tf.export.export_preset("runs/sst2/preset", "out/sst2", "serving")
 ```
 """
 
-from tupe_tf.export.export_lib import FORMATS
-from tupe_tf.export.export_lib import LoadedPreset
-from tupe_tf.export.export_lib import atomic_export_dir
-from tupe_tf.export.export_lib import load_preset
-from tupe_tf.export.export_lib import read_export_metadata
-from tupe_tf.export.exporter import export_preset
-from tupe_tf.export.hub_encoder import build_hub_encoder
-from tupe_tf.export.hub_encoder import export_hub_encoder
-from tupe_tf.export.hub_preprocessor import BertTextPacker
-from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
-from tupe_tf.export.serving import export_serving
+import importlib
+
+# The export formats `export_preset` writes.
+FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "LoadedPreset": "tupe_tf.export.export_lib",
+    "atomic_export_dir": "tupe_tf.export.export_lib",
+    "load_preset": "tupe_tf.export.export_lib",
+    "read_export_metadata": "tupe_tf.export.export_lib",
+    "export_preset": "tupe_tf.export.exporter",
+    "build_hub_encoder": "tupe_tf.export.hub_encoder",
+    "export_hub_encoder": "tupe_tf.export.hub_encoder",
+    "BertTextPacker": "tupe_tf.export.hub_preprocessor",
+    "export_hub_preprocessor": "tupe_tf.export.hub_preprocessor",
+    "export_serving": "tupe_tf.export.serving",
+}
+
+__all__ = sorted(_PUBLIC) + ["FORMATS"]
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        raise AttributeError(
+            f"module 'tupe_tf.export' has no attribute {name!r}"
+        )
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -15,7 +15,6 @@ from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 from tupe_tf.version import __version__
 
-FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
 # Written next to the SavedModel (TF's `assets.extra/` is for such files):
 # what was exported, so `tupe_tf.hub.load` picks the right endpoints.
 EXPORT_METADATA_FILE = os.path.join("assets.extra", "tupe_tf_export.json")

@@ -2,6 +2,7 @@
 
 import os
 
+from tupe_tf.export import FORMATS
 from tupe_tf.export import export_lib
 from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
@@ -51,9 +52,9 @@ def export_preset(
     ```
     """
     require_tensorflow("SavedModel export")
-    if export_format not in export_lib.FORMATS:
+    if export_format not in FORMATS:
         raise UserError(
-            f"`export_format` must be one of {export_lib.FORMATS}. "
+            f"`export_format` must be one of {FORMATS}. "
             f"Received: {export_format!r}"
         )
     if not isinstance(seq_length, int) or seq_length < 3:
