@@ -11,8 +11,7 @@ Example:
 ...     intermediate_dim=32, position_encoding="tupe-r")  # doctest: +SKIP
 """
 
-import importlib
-
+from tupe_tf.utils import lazy_names
 from tupe_tf.version import __version__
 
 # Public name -> the module that defines it.
@@ -34,20 +33,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
-
-
-def __getattr__(name):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'tupe_tf' has no attribute {name!r}")
-    module = importlib.import_module(_PUBLIC[name])
-    value = (
-        module
-        if module.__name__ == f"tupe_tf.{name}"
-        else getattr(module, name)
-    )
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_names.module_functions(__name__, _PUBLIC, __all__)

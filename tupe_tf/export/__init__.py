@@ -10,7 +10,7 @@ tupe_tf.export.export_preset("runs/sst2/preset", "out/sst2", "serving")
 ```
 """
 
-import importlib
+from tupe_tf.utils import lazy_names
 
 # The export formats `export_preset` writes.
 FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
@@ -30,17 +30,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC) + ["FORMATS"]
-
-
-def __getattr__(name):
-    if name not in _PUBLIC:
-        raise AttributeError(
-            f"module 'tupe_tf.export' has no attribute {name!r}"
-        )
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_names.module_functions(__name__, _PUBLIC, __all__)

@@ -6,7 +6,7 @@ refuse bad ones before Keras and TensorFlow load (`training.config`
 imports neither).
 """
 
-import importlib
+from tupe_tf.utils import lazy_names
 
 # Public name -> the module that defines it.
 _PUBLIC = {
@@ -32,17 +32,4 @@ _PUBLIC = {
 }
 
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name):
-    if name not in _PUBLIC:
-        raise AttributeError(
-            f"module 'tupe_tf.training' has no attribute {name!r}"
-        )
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_names.module_functions(__name__, _PUBLIC, __all__)

@@ -8,5 +8,6 @@ path in `fileio`). User errors (`errors`), the scripts' runner (`cli`),
 settings of config dataclasses and their checks (`settings`), the
 backbone's option table (`backbone_options`), flags from config
 dataclasses (`config_flags`), atomic file output (`fileio`), process
-start-up (`process_startup`) and markdown tables (`markdown`).
+start-up (`process_startup`), packages' names loaded on first use
+(`lazy_names`) and markdown tables (`markdown`).
 """
