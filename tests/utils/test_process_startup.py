@@ -97,3 +97,54 @@ def test_a_users_tf_cpp_min_log_level_wins():
     assert result.returncode == 0, result.stderr
     assert result.stdout == "1 CPU\n"
     assert result.stderr.endswith("the script's own line\n")
+
+
+def _refusal_before_tensorflow(script, *arguments):
+    """Runs `scripts/<script>` with `arguments` in a fresh process; returns
+    the result and whether TensorFlow had loaded when it ended."""
+    path = os.path.join(ROOT, "scripts", script)
+    result = _python(f"""
+      import runpy, sys
+      sys.argv = [{path!r}] + {list(arguments)!r}
+      try:
+          runpy.run_path({path!r}, run_name="__main__")
+      finally:
+          print("tensorflow" in sys.modules)
+      """)
+    return result, result.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize(
+    "script, argument",
+    [
+        ("pretrain.py", "--num_train_step=3"),
+        ("finetune_glue.py", "--num_epoch=3"),
+    ],
+)
+def test_a_bad_flag_is_refused_before_tensorflow_loads(script, argument):
+    result, loaded = _refusal_before_tensorflow(script, argument)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("ERROR: Unknown command line flag")
+    assert not loaded
+
+
+def test_export_and_compare_check_their_paths_and_names_first(tmp_path):
+    result, loaded = _refusal_before_tensorflow(
+        "export.py",
+        f"--preset={tmp_path}",
+        f"--export_dir={tmp_path}",
+        "--format=serving",
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"ERROR: --export_dir={tmp_path} already")
+    assert not loaded
+    result, loaded = _refusal_before_tensorflow(
+        "compare.py",
+        "--from_results",
+        "--variants=tupe-rr",
+        f"--results_dir={tmp_path / 'results'}",
+        f"--figures_dir={tmp_path / 'figures'}",
+    )
+    assert result.returncode == 2, result.stderr
+    assert "--variants has unknown names ['tupe-rr']" in result.stderr
+    assert not loaded
