@@ -20,6 +20,10 @@
   output and exit code 2 (`tupe_tf.utils.disk_full.refusal`).
 - Any other exception is a bug or a failure of the machine (out of memory)
   and keeps its traceback.
+- A run that has loaded TensorFlow and ends with an exit code (success, or
+  one of the errors above) skips the interpreter's teardown, which takes
+  such a process about a second (`process_startup.exit_without_teardown`):
+  by then every output is closed or removed and the streams are flushed.
 
 Example (a script's last lines):
 >>> def main(argv):  # doctest: +SKIP
@@ -39,6 +43,7 @@ from absl import logging as absl_logging
 
 from tupe_tf.utils import disk_full
 from tupe_tf.utils import interrupts
+from tupe_tf.utils import process_startup
 from tupe_tf.utils.errors import USER_ERROR_EXIT_CODE
 from tupe_tf.utils.errors import RunStopped
 from tupe_tf.utils.errors import UserError
@@ -102,12 +107,16 @@ def _interrupted(number):
     )
 
 
-def run(main):
+def run(main, teardown=False):
     """`absl.app.run(main)` under the policy of the module docstring.
 
     Args:
         main: the script's `main(argv)`; its return value is the exit code
             (None: 0).
+        teardown: whether the process goes on after `main` (`SystemExit`
+            is raised, as by `app.run`): for a caller that runs a script's
+            `main` in its own process, such as a test. A script leaves it
+            False.
     """
 
     def wrapped(argv):
@@ -131,4 +140,20 @@ def run(main):
         finally:
             interrupts.uninstall()
 
-    app.run(wrapped, flags_parser=_parse_flags)
+    try:
+        app.run(wrapped, flags_parser=_parse_flags)
+    except SystemExit as end:
+        if teardown or "tensorflow" not in sys.modules:
+            raise
+        process_startup.exit_without_teardown(_exit_code(end.code))
+
+
+def _exit_code(code):
+    """The exit status `sys.exit(code)` gives: None is 0, and any other
+    object is printed to stderr and gives 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1

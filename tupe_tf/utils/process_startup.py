@@ -18,8 +18,9 @@ prints the whole-process figures):
   no figures never use. Both imports are optional in Keras (guarded by
   `except ImportError`).
 - Interpreter shut-down (module teardown, TensorFlow's static destructors)
-  is slow; a finished tool can skip it with `os._exit` once its outputs
-  are closed and its streams flushed.
+  takes about a second; a finished tool skips it with `os._exit` once its
+  outputs are closed and its streams flushed (`cli.run` does, for every
+  script that loaded TensorFlow).
 
 Only the command-line mains call these; the library never does.
 """
@@ -116,8 +117,9 @@ def skip_unused_optional_imports(modules=UNUSED_OPTIONAL_MODULES):
 def exit_without_teardown(code=0):
     """Flushes logs and standard streams, then ends the process at once.
 
-    Only for a tool whose files are all closed (shards, manifest): it skips
-    interpreter teardown and `atexit` handlers.
+    Only for a tool whose files are all closed and whose threads have
+    nothing left to write: it skips interpreter teardown, `atexit` handlers
+    and the joining of threads.
     """
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
