@@ -150,3 +150,49 @@ def test_export_and_compare_check_their_paths_and_names_first(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "--variants has unknown names ['tupe-rr']" in result.stderr
     assert not loaded
+
+
+CLI_RUN = """
+  import atexit
+  import sys
+  from tupe_tf.utils import cli
+  from tupe_tf.utils.errors import UserError
+
+  def main(argv):
+      atexit.register(print, "teardown ran")
+      if {load_tensorflow}:
+          import tensorflow  # noqa: F401
+      print("done", end="")
+      if {error!r}:
+          raise UserError({error!r})
+      return {code!r}
+
+  cli.run(main)
+  """
+
+
+@pytest.mark.parametrize(
+    "load_tensorflow, error, code, returncode",
+    [
+        (True, None, 0, 0),
+        (True, None, 3, 3),
+        (True, None, "a message", 1),
+        (True, "--seq_length=9 is bad", None, 2),
+        (False, None, 3, 3),
+    ],
+)
+def test_cli_run_skips_the_teardown_once_tensorflow_loaded(
+    load_tensorflow, error, code, returncode
+):
+    result = _python(
+        CLI_RUN.format(load_tensorflow=load_tensorflow, error=error, code=code)
+    )
+    assert result.returncode == returncode, result.stderr
+    # Flushed before the end; atexit handlers run only without TensorFlow.
+    assert result.stdout == "done" + (
+        "" if load_tensorflow else "teardown ran\n"
+    )
+    if error:
+        assert result.stderr.endswith(f"ERROR: {error}\n")
+    if isinstance(code, str):
+        assert result.stderr.endswith(f"{code}\n")
