@@ -15,7 +15,6 @@ This module holds the run's steps and the training loop;
 import dataclasses
 import math
 import os
-import shutil
 import time
 from typing import Optional
 
@@ -64,12 +63,15 @@ def validate_settings(config, strategy=None):
     is built: each setting's range and choices, the lengths,
     the `--init_from` preset against the model flags, the batch against the
     strategy's replicas, a writable `--model_dir`
-    (and `--work_dir` for the default data).
+    (and `--work_dir` for the default data). A `--model_dir` URL of a
+    scheme TensorFlow cannot write (`fileio.check_scheme`) is refused
+    first, before the default data's `--work_dir` is created.
 
     Raises:
         UserError: naming the offending flag.
     """
     config.validate()
+    fileio.check_scheme(config.model_dir, "--model_dir")
     if config.eval_files and not config.train_files:
         raise UserError(
             "--eval_files needs --train_files: without --train_files the run "
@@ -370,8 +372,8 @@ def publish(run, model, manager, start, outcome, eval_results):
     )
     if not run.chief:
         # Every worker takes part in saving; only the chief keeps the files.
-        shutil.rmtree(preset_dir, ignore_errors=True)
-        shutil.rmtree(manager.directory, ignore_errors=True)
+        fileio.remove_tree(preset_dir)
+        fileio.remove_tree(manager.directory)
     start_step, started_from = start
     results = {
         "global_step": global_step(model),
@@ -380,13 +382,13 @@ def publish(run, model, manager, start, outcome, eval_results):
         "train_seconds_this_run": outcome.seconds,
         "eval": eval_results,
         "history_this_run": outcome.history,
-        "model_dir": os.path.abspath(config.model_dir),
-        "preset_dir": os.path.abspath(config.preset_dir),
+        "model_dir": fileio.absolute_path(config.model_dir),
+        "preset_dir": fileio.absolute_path(config.preset_dir),
         "checkpoint": outcome.final_checkpoint if run.chief else None,
-        "tensorboard_dir": os.path.abspath(config.log_dir),
+        "tensorboard_dir": fileio.absolute_path(config.log_dir),
         "train_files": run.train_files,
         "eval_files": run.eval_files,
-        "vocab_file": os.path.abspath(config.vocab_file),
+        "vocab_file": fileio.absolute_path(config.vocab_file),
         "num_replicas": run.strategy.num_replicas_in_sync,
     }
     if run.chief:

@@ -231,7 +231,11 @@ def save_preset_atomically(model, preset_dir, tokenizer_fn, seq_length):
     """Saves `model` as a keras-hub preset via a temporary directory.
 
     The preset appears at `preset_dir` complete or not at all; an existing
-    preset is replaced only once the new one is fully written.
+    preset is replaced only once the new one is fully written. On a URL
+    (`gs://...`), which keras-hub's local file calls cannot write, it is
+    saved to a local temporary directory, uploaded once complete and moved
+    into place file by file: each file whole, the directory not at one
+    instant (`fileio.atomic_directory`).
     """
     previous = model.preprocessor
     with fileio.atomic_directory(preset_dir, overwrite=True) as tmp_dir:

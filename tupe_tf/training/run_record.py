@@ -150,7 +150,7 @@ def check_or_record(run, resumed, chief=True, start=None):
     current = config.to_dict()
     current[FINGERPRINT] = shards_fingerprint(run.train_files)
     if resumed:
-        if not os.path.exists(path):
+        if not fileio.exists(path):
             return None  # Checkpoints made before runs were recorded.
         recorded = fileio.read_json(
             path, "restore it, or pass a new --model_dir to start a new run."
