@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
@@ -138,14 +139,15 @@ def worker_dir(path, strategy):
     """`path` on the chief, a per-worker scratch dir elsewhere.
 
     Every worker must take part in saving (saving may run collectives), but
-    only the chief's files are kept.
+    only the chief's files are kept. A URL (`gs://b/run/checkpoints`) stays
+    one (`gs://b/run/.worker1_checkpoints`).
     """
     if is_chief(strategy):
         return path
     task_id = strategy.cluster_resolver.task_id
+    path = fileio.absolute_path(path)
     return os.path.join(
-        os.path.dirname(os.path.abspath(path)),
-        f".worker{task_id}_" + os.path.basename(os.path.abspath(path)),
+        os.path.dirname(path), f".worker{task_id}_" + os.path.basename(path)
     )
 
 
