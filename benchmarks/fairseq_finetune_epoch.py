@@ -35,9 +35,9 @@ import shutil
 import tempfile
 import time
 
-from tupe_tf.utils import process_startup
-
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import harness  # noqa: E402
 import keras  # noqa: E402

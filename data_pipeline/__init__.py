@@ -1,7 +1,7 @@
 """TF-Text pre-training data pipeline: vocabulary, packed MLM shards, reader.
 
-Importing this package is cheap: TensorFlow is imported by the functions that
-need it.
+It builds on `tupe_tf.utils`, so importing it runs `tupe_tf/__init__.py`,
+which loads the models, Keras and TensorFlow.
 """
 
 from data_pipeline.corpus import embedded_corpus_path

@@ -21,18 +21,18 @@ one `ERROR:` line and exit code 2 (docs/errors.md lists them).
 """
 
 import json
+import os
 import time
 
-from data_pipeline import beam_common
-from data_pipeline import beam_shards
-from data_pipeline import shards as shards_lib
-from tupe_tf.utils import cli
-from tupe_tf.utils import config_flags
-from tupe_tf.utils import process_startup
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# Before anything imports TensorFlow (see tupe_tf/utils/process_startup.py).
-process_startup.quiet_tensorflow()
-process_startup.skip_unused_optional_imports()
+from data_pipeline import beam_common  # noqa: E402
+from data_pipeline import beam_shards  # noqa: E402
+from data_pipeline import shards as shards_lib  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
 
 config_flags.define_flags(shards_lib.ShardConfig)
 
@@ -40,14 +40,12 @@ config_flags.define_flags(shards_lib.ShardConfig)
 def main(argv):
     del argv  # cli.run refuses arguments that are not flags.
     config = config_flags.config_from_flags(shards_lib.ShardConfig)
-    # Wrong flags, inputs and outputs are refused before TensorFlow loads.
+    # Wrong flags, inputs and outputs are refused before anything is built.
     shards_lib.preflight(config)
     if config.runner:
         beam_common.import_beam()
 
-    import tensorflow  # noqa: F401 (imported before the clock starts)
-
-    # Timed from here: the shard building itself, without TensorFlow's import.
+    # Timed from here: the shard building itself, without the imports.
     start = time.time()
     if config.runner:
         manifest = beam_shards.build_shards_beam(

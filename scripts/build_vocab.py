@@ -17,17 +17,17 @@ them).
 """
 
 import json
+import os
 import time
 
-from data_pipeline import beam_vocab
-from data_pipeline import vocab as vocab_lib
-from tupe_tf.utils import cli
-from tupe_tf.utils import config_flags
-from tupe_tf.utils import process_startup
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
-process_startup.quiet_tensorflow()
-process_startup.skip_unused_optional_imports()
+from data_pipeline import beam_vocab  # noqa: E402
+from data_pipeline import vocab as vocab_lib  # noqa: E402
+from tupe_tf.utils import cli  # noqa: E402
+from tupe_tf.utils import config_flags  # noqa: E402
 
 config_flags.define_flags(vocab_lib.VocabConfig)
 

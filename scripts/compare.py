@@ -14,10 +14,13 @@ rebuilds the tables and figures from the JSON files (no training, no models
 needed). Flags: `tupe_tf.analysis.study_config.CompareConfig`.
 """
 
-from tupe_tf.utils import process_startup
+import os
 
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from tupe_tf.analysis import compare  # noqa: E402
 from tupe_tf.analysis.study_config import CompareConfig  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
@@ -29,11 +32,6 @@ def compare_or_report(config):
     """Runs (or, with --from_results, reports) the study of `config`."""
     if config.from_results:
         config.validate()
-    # TensorFlow loads here, after the flags are read (a bad flag is
-    # refused at once).
-    from tupe_tf.analysis import compare
-
-    if config.from_results:
         return compare.report(config)
     return compare.run_comparison(config)
 

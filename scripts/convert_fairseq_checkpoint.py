@@ -14,13 +14,12 @@ Example:
 """
 
 import dataclasses
+import os
 from typing import Optional
 
-from tupe_tf.utils import process_startup
-
-# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
-process_startup.quiet_tensorflow()
-process_startup.skip_unused_optional_imports()
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import flags  # noqa: E402
 

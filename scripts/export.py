@@ -22,11 +22,9 @@ import os
 from typing import Optional
 from typing import Sequence
 
-from tupe_tf.utils import process_startup
-
-# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
-process_startup.quiet_tensorflow()
-process_startup.skip_unused_optional_imports()
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import logging  # noqa: E402
 
@@ -107,7 +105,6 @@ def export(settings):
     parent = os.path.dirname(os.path.abspath(settings.export_dir))
     make_writable_directory(parent, "--export_dir's parent directory")
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
-    # TensorFlow loads here, after the flags and paths are checked.
     return tupe_tf.export.export_preset(
         settings.preset,
         settings.export_dir,

@@ -13,13 +13,13 @@ Every flag: --helpfull; multi-worker and TPU runs: docs/training.md.
 import json
 import os
 
-from tupe_tf.utils import process_startup
-
-# Before TensorFlow loads (see tupe_tf/utils/process_startup.py).
-process_startup.quiet_tensorflow()
-process_startup.skip_unused_optional_imports()
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from tupe_tf.training import config as config_lib  # noqa: E402
+from tupe_tf.training import distribution  # noqa: E402
+from tupe_tf.training import pretrain  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
 
@@ -45,10 +45,7 @@ def print_summary(result):
 def main(argv):
     del argv
     config = config_flags.config_from_flags(config_lib.PretrainConfig)
-    # TensorFlow loads here, after the flags are read (a bad flag is
-    # refused at once).
-    from tupe_tf.training import pretrain
-
+    print(distribution.describe_devices(config.runtime.strategy), flush=True)
     return cli.run_main(pretrain.run_pretraining, config, print_summary)
 
 

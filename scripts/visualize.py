@@ -9,9 +9,11 @@ attention logits with positions at the input vs per head; DIET figs. 2/8).
 Flags: `tupe_tf.analysis.visualize.VisualizeConfig`.
 """
 
-from tupe_tf.utils import process_startup
+import os
 
-process_startup.quiet_tensorflow()  # Before TensorFlow loads.
+# TensorFlow reads this as it loads, with the imports below: no C++ INFO,
+# WARNING or ERROR lines unless the user sets it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from tupe_tf.analysis.visualize import VisualizeConfig  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402

@@ -145,9 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-    from tupe_tf.utils import process_startup
-
     main()
-    # Skips the interpreter's teardown (about a second with TensorFlow
-    # loaded), as the scripts do: every output is written and closed.
-    process_startup.exit_without_teardown(0)

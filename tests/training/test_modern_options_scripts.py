@@ -49,10 +49,6 @@ for start in range(0, len(arguments), 4):
         served_pooled=served["pooled_output"].numpy(),
         **{k: v.numpy() for k, v in inputs.items()},
     )
-
-from tupe_tf.utils import process_startup  # Skips the teardown (about 1 s).
-
-process_startup.exit_without_teardown(0)
 """
 
 # The options with a position layer of their own; sinusoidal and nope

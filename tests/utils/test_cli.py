@@ -18,7 +18,7 @@ def run_script(main, monkeypatch, *args):
     previous = signal.getsignal(signal.SIGTERM)
     try:
         with pytest.raises(SystemExit) as exit_info:
-            cli.run(main, teardown=True)
+            cli.run(main)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return exit_info.value.code

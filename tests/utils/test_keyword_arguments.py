@@ -1,8 +1,5 @@
 """The data pipeline's configurations refuse misspelt settings by name."""
 
-import subprocess
-import sys
-
 import pytest
 
 from data_pipeline.shards import ShardConfig
@@ -22,17 +19,3 @@ def test_misspelt_setting_names_the_closest_one(config_cls, misspelt, meant):
     with pytest.raises(TypeError, match=f"did you mean `{meant}`"):
         config_cls(**{misspelt: 1})
     assert config_cls(**{meant: getattr(config_cls(), meant)})
-
-
-@pytest.mark.large
-def test_the_configs_and_their_helper_load_no_tensorflow():
-    # The scripts check their flags before TensorFlow's slow import.
-    code = (
-        "import sys, data_pipeline.shards, data_pipeline.vocab;"
-        "print('tensorflow' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"

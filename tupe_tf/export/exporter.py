@@ -2,7 +2,6 @@
 
 import os
 
-from tupe_tf.export import FORMATS
 from tupe_tf.export import export_lib
 from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
@@ -11,6 +10,9 @@ from tupe_tf.export.serving import export_serving
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
+
+# The export formats `export_preset` writes.
+FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
 
 
 def export_preset(

@@ -1,35 +1,49 @@
 """Pre-training and GLUE fine-tuning for `tupe_tf` models.
 
-Import explicitly: `from tupe_tf import training`. The public names below
-load on first use (PEP 562), so that the scripts read their flags and
-refuse bad ones before Keras and TensorFlow load (`training.config`
-imports neither).
+Import explicitly: `from tupe_tf import training` (importing `tupe_tf`
+alone does not load it).
 """
 
-from tupe_tf.utils import lazy_names
+from tupe_tf.training.callbacks import CheckpointSaver
+from tupe_tf.training.callbacks import NonFiniteLossError
+from tupe_tf.training.callbacks import NonFiniteLossGuard
+from tupe_tf.training.callbacks import TrainingLogger
+from tupe_tf.training.config import GLUE_TASKS
+from tupe_tf.training.config import MODEL_SIZES
+from tupe_tf.training.config import GlueConfig
+from tupe_tf.training.config import ModelConfig
+from tupe_tf.training.config import OptimizerConfig
+from tupe_tf.training.config import PretrainConfig
+from tupe_tf.training.config import RuntimeConfig
+from tupe_tf.training.distribution import configure_logical_cpus
+from tupe_tf.training.distribution import create_strategy
+from tupe_tf.training.distribution import describe_devices
+from tupe_tf.training.finetune import run_glue
+from tupe_tf.training.multi_worker import DistributedTrainingLoop
+from tupe_tf.training.optimization import WarmupLinearDecay
+from tupe_tf.training.optimization import create_optimizer
+from tupe_tf.training.pretrain import PretrainingResult
+from tupe_tf.training.pretrain import run_pretraining
 
-# Public name -> the module that defines it.
-_PUBLIC = {
-    "CheckpointSaver": "tupe_tf.training.callbacks",
-    "NonFiniteLossError": "tupe_tf.training.callbacks",
-    "NonFiniteLossGuard": "tupe_tf.training.callbacks",
-    "TrainingLogger": "tupe_tf.training.callbacks",
-    "GLUE_TASKS": "tupe_tf.training.config",
-    "MODEL_SIZES": "tupe_tf.training.config",
-    "GlueConfig": "tupe_tf.training.config",
-    "ModelConfig": "tupe_tf.training.config",
-    "OptimizerConfig": "tupe_tf.training.config",
-    "PretrainConfig": "tupe_tf.training.config",
-    "RuntimeConfig": "tupe_tf.training.config",
-    "configure_logical_cpus": "tupe_tf.training.distribution",
-    "create_strategy": "tupe_tf.training.distribution",
-    "run_glue": "tupe_tf.training.finetune",
-    "DistributedTrainingLoop": "tupe_tf.training.multi_worker",
-    "WarmupLinearDecay": "tupe_tf.training.optimization",
-    "create_optimizer": "tupe_tf.training.optimization",
-    "PretrainingResult": "tupe_tf.training.pretrain",
-    "run_pretraining": "tupe_tf.training.pretrain",
-}
-
-__all__ = sorted(_PUBLIC)
-__getattr__, __dir__ = lazy_names.module_functions(__name__, _PUBLIC, __all__)
+__all__ = [
+    "CheckpointSaver",
+    "DistributedTrainingLoop",
+    "GLUE_TASKS",
+    "GlueConfig",
+    "MODEL_SIZES",
+    "ModelConfig",
+    "NonFiniteLossError",
+    "NonFiniteLossGuard",
+    "OptimizerConfig",
+    "PretrainConfig",
+    "PretrainingResult",
+    "RuntimeConfig",
+    "TrainingLogger",
+    "WarmupLinearDecay",
+    "configure_logical_cpus",
+    "create_optimizer",
+    "create_strategy",
+    "describe_devices",
+    "run_glue",
+    "run_pretraining",
+]

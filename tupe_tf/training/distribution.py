@@ -113,6 +113,70 @@ def create_strategy(name="default", tpu=None, num_cpu_devices=None):
     )
 
 
+def describe_devices(strategy="default"):
+    """The line a training script starts with: the devices it trains on.
+
+    TensorFlow falls back to the CPU without an error when it finds no GPU
+    (no driver, or a CUDA library missing); this line says so before the
+    first step. The GPUs are TensorFlow's physical ones, named as their
+    driver names them; with `strategy="tpu"` the TPU cores it sees.
+    Listing physical devices leaves them unconfigured, so it may run
+    before `create_strategy`.
+
+    Args:
+        strategy: the `--strategy` name (`create_strategy`'s `name`):
+            `mirrored` and `multi_worker_mirrored` train on every local
+            GPU, the others on the first.
+
+    Returns:
+        One line, e.g. "training on 1 GPU: NVIDIA H200" or "training on
+        the CPU: TensorFlow sees no GPU".
+
+    Example:
+
+    >>> describe_devices()  # on a machine without a GPU
+    'training on the CPU: TensorFlow sees no GPU'
+    """
+    if strategy == "tpu":
+        cores = tf.config.list_physical_devices("TPU")
+        if not cores:
+            # A TPU reached by name or address is listed only once the
+            # strategy has connected to it.
+            return "training on a TPU: --strategy=tpu connects to it"
+        return f"training on {_count(len(cores), 'TPU core')}"
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        line = "training on the CPU: TensorFlow sees no GPU"
+        if tf.test.is_built_with_cuda() and _hides_warnings():
+            # Its reasons (a missing CUDA library) are C++ warnings.
+            line += " (TF_CPP_MIN_LOG_LEVEL=0 shows why)"
+        return line
+    names = [_gpu_name(gpu) for gpu in gpus]
+    if strategy in ("mirrored", "multi_worker_mirrored"):
+        return f"training on {_count(len(gpus), 'GPU')}: {', '.join(names)}"
+    line = f"training on 1 GPU: {names[0]}"
+    if len(gpus) > 1:
+        line += f" (of {len(gpus)}; --strategy=mirrored trains on all)"
+    return line
+
+
+def _count(number, noun):
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _gpu_name(gpu):
+    details = tf.config.experimental.get_device_details(gpu)
+    return details.get("device_name", gpu.name)
+
+
+def _hides_warnings():
+    """Whether `TF_CPP_MIN_LOG_LEVEL` hides TensorFlow's C++ warnings."""
+    try:
+        return int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")) >= 2
+    except ValueError:
+        return False
+
+
 def _create_tpu_strategy(tpu):
     tpu = tpu or "local"
     try:

@@ -20,10 +20,6 @@
   output and exit code 2 (`tupe_tf.utils.disk_full.refusal`).
 - Any other exception is a bug or a failure of the machine (out of memory)
   and keeps its traceback.
-- A run that has loaded TensorFlow and ends with an exit code (success, or
-  one of the errors above) skips the interpreter's teardown, which takes
-  such a process about a second (`process_startup.exit_without_teardown`):
-  by then every output is closed or removed and the streams are flushed.
 
 Example (a script's last lines):
 >>> def main(argv):  # doctest: +SKIP
@@ -43,7 +39,6 @@ from absl import logging as absl_logging
 
 from tupe_tf.utils import disk_full
 from tupe_tf.utils import interrupts
-from tupe_tf.utils import process_startup
 from tupe_tf.utils.errors import USER_ERROR_EXIT_CODE
 from tupe_tf.utils.errors import RunStopped
 from tupe_tf.utils.errors import UserError
@@ -107,16 +102,14 @@ def _interrupted(number):
     )
 
 
-def run(main, teardown=False):
+def run(main):
     """`absl.app.run(main)` under the policy of the module docstring.
+
+    Ends the process as `app.run` does, with `SystemExit` and the exit code.
 
     Args:
         main: the script's `main(argv)`; its return value is the exit code
             (None: 0).
-        teardown: whether the process goes on after `main` (`SystemExit`
-            is raised, as by `app.run`): for a caller that runs a script's
-            `main` in its own process, such as a test. A script leaves it
-            False.
     """
 
     def wrapped(argv):
@@ -140,20 +133,4 @@ def run(main, teardown=False):
         finally:
             interrupts.uninstall()
 
-    try:
-        app.run(wrapped, flags_parser=_parse_flags)
-    except SystemExit as end:
-        if teardown or "tensorflow" not in sys.modules:
-            raise
-        process_startup.exit_without_teardown(_exit_code(end.code))
-
-
-def _exit_code(code):
-    """The exit status `sys.exit(code)` gives: None is 0, and any other
-    object is printed to stderr and gives 1."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    sys.stderr.write(f"{code}\n")
-    return 1
+    app.run(wrapped, flags_parser=_parse_flags)
