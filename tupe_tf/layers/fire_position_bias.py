@@ -5,6 +5,7 @@ from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.positive_parameters import MIN_POSITIVE
+from tupe_tf.layers.positive_parameters import log1p_of_nonnegative
 from tupe_tf.layers.positive_parameters import positive
 from tupe_tf.layers.positive_parameters import raw_of
 
@@ -125,8 +126,8 @@ class FirePositionBias(PositionBiasLayer):
         last = ops.cast(sequence_length - 1, "float32")
         offsets = ops.arange(2 * sequence_length - 1, dtype="float32") - last
         c, threshold = self.interpolation_parameters()
-        normaliser = ops.log1p(c * ops.maximum(threshold, last))
-        distance = ops.log1p(c * ops.abs(offsets)) / normaliser
+        normaliser = log1p_of_nonnegative(c * ops.maximum(threshold, last))
+        distance = log1p_of_nonnegative(c * ops.abs(offsets)) / normaliser
         return ops.stack([distance, ops.sign(offsets)], axis=-1)
 
     def compute_bias(self, sequence_length):

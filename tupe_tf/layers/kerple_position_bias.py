@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
+from tupe_tf.layers.positive_parameters import log1p_of_nonnegative
 from tupe_tf.layers.positive_parameters import positive
 from tupe_tf.layers.positive_parameters import uniform_positive_initializer
 
@@ -65,7 +66,9 @@ class KerplePositionBias(PositionBiasLayer):
         positions = ops.arange(sequence_length, dtype="float32")
         distance = ops.abs(positions[None, :] - positions[:, None])
         r1, r2 = self.kernel_parameters()
-        bias = -r1[:, None, None] * ops.log1p(r2[:, None, None] * distance)
+        bias = -r1[:, None, None] * log1p_of_nonnegative(
+            r2[:, None, None] * distance
+        )
         return bias[None, None]
 
     def get_config(self):

@@ -18,6 +18,16 @@ def positive(raw):
     return ops.softplus(raw) + MIN_POSITIVE
 
 
+def log1p_of_nonnegative(x):
+    """`log(1 + x)` for `x >= 0`, for the distance transforms.
+
+    Written as `log(1 + x)`, not `log1p`: ONNX has no Log1p operator, so
+    tf2onnx refuses it. For `x >= 0` the two differ by at most about
+    `6e-8` absolute (the rounding of `1 + x` in float32).
+    """
+    return ops.log(1.0 + x)
+
+
 def raw_of(value):
     """The raw value whose `positive` is `value` (> 1e-6), float32 NumPy."""
     value = np.asarray(value, "float64") - MIN_POSITIVE

@@ -246,7 +246,8 @@ def rotate(tensor, tables, scale=None):
         tables = tables * ops.cast(scale, tensor.dtype)
     tensor = ops.convert_to_tensor(tensor)
     half = tensor.shape[-1] // 2
-    turned = ops.roll(tensor, half, axis=-1)
+    # `roll(x, d/2)` as two slices: LiteRT has no builtin Roll.
+    turned = ops.concatenate([tensor[..., half:], tensor[..., :half]], -1)
     return ops.add(
         ops.multiply(tensor, tables[0]), ops.multiply(turned, tables[1])
     )
