@@ -106,10 +106,12 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         value = self._value_dense(value)
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
+            # expand_dims, not `[:, None]`: LiteRT has no builtin for a
+            # strided slice of a boolean tensor.
             if len(attention_mask.shape) == 2:
-                attention_mask = attention_mask[:, None, None, :]
+                attention_mask = ops.expand_dims(attention_mask, (1, 2))
             elif len(attention_mask.shape) == 3:
-                attention_mask = attention_mask[:, None, :, :]
+                attention_mask = ops.expand_dims(attention_mask, 1)
         if use_fused_attention(
             self._dropout,
             training,
