@@ -1,3 +1,5 @@
+import inspect
+
 import keras
 import numpy as np
 import pytest
@@ -224,3 +226,144 @@ def test_query_logits_hook_joins_the_scaled_logits(monkeypatch):
         attention_module, "use_fused_attention", lambda *args: True
     )
     assert_allclose(layer(x, x, **arguments), explicit, atol=1e-5)
+
+
+# Each argument of `keras.layers.MultiHeadAttention`, with a value for it
+# and what that value changes in a built `BiasedMultiHeadAttention`, whose
+# own `call` computes the attention: an argument whose feature it does not
+# compute is refused (`refuse_unsupported_features`), not dropped.
+MHA_BASE = {"num_heads": 4, "key_dim": 4}
+REFUSED = object()
+
+
+def _x():
+    return np.random.default_rng(4).normal(size=(2, 6, 16)).astype("float32")
+
+
+def _named(layer, name):
+    return [v for v in layer.weights if v.name == name]
+
+
+def _penalties(count):
+    def check(layer, kwargs):
+        assert len(layer.losses) == count
+
+    return check
+
+
+def _same_seed_same_dropout(layer, kwargs):
+    twin = BiasedMultiHeadAttention(**kwargs)
+    twin(_x(), _x())
+    twin.set_weights(layer.get_weights())
+    fresh = BiasedMultiHeadAttention(**kwargs)
+    fresh(_x(), _x())
+    fresh.set_weights(layer.get_weights())
+    assert_allclose(
+        twin(_x(), _x(), training=True), fresh(_x(), _x(), training=True)
+    )
+
+
+def _constrained(name):
+    def check(layer, kwargs):
+        variables = _named(layer, name)
+        assert len(variables) == 4
+        assert all(v.constraint is not None for v in variables)
+
+    return check
+
+
+MHA_ARGUMENT_EFFECTS = {
+    "num_heads": (
+        {"num_heads": 2},
+        lambda layer, kw: layer.query_dense.kernel.shape == (16, 2, 4),
+    ),
+    "key_dim": (
+        {"key_dim": 8},
+        lambda layer, kw: layer.key_dense.kernel.shape == (16, 4, 8),
+    ),
+    "value_dim": (
+        {"value_dim": 8},
+        lambda layer, kw: layer.value_dense.kernel.shape == (16, 4, 8),
+    ),
+    "dropout": (
+        {"dropout": 0.5},
+        lambda layer, kw: (
+            not allclose(
+                layer(_x(), _x(), training=True), layer(_x(), _x()), atol=1e-4
+            )
+        ),
+    ),
+    "use_bias": (
+        {"use_bias": False},
+        lambda layer, kw: not _named(layer, "bias"),
+    ),
+    "output_shape": (
+        {"output_shape": 12},
+        lambda layer, kw: tuple(layer(_x(), _x()).shape) == (2, 6, 12),
+    ),
+    "attention_axes": ({"attention_axes": (2,)}, REFUSED),
+    "sliding_window": ({"sliding_window": 2}, REFUSED),
+    "flash_attention": ({"flash_attention": False}, REFUSED),
+    "use_gate": ({"use_gate": True}, REFUSED),
+    "kernel_initializer": (
+        {"kernel_initializer": "zeros"},
+        lambda layer, kw: not any(to_numpy(v).any() for v in layer.weights),
+    ),
+    "bias_initializer": (
+        {"bias_initializer": "ones"},
+        lambda layer, kw: all(
+            (to_numpy(v) == 1).all() for v in _named(layer, "bias")
+        ),
+    ),
+    "kernel_regularizer": ({"kernel_regularizer": "l2"}, _penalties(4)),
+    "bias_regularizer": ({"bias_regularizer": "l2"}, _penalties(4)),
+    "activity_regularizer": (
+        {"activity_regularizer": "l2"},
+        lambda layer, kw: len(layer.losses) >= 1,
+    ),
+    "kernel_constraint": (
+        {"kernel_constraint": "non_neg"},
+        _constrained("kernel"),
+    ),
+    "bias_constraint": ({"bias_constraint": "non_neg"}, _constrained("bias")),
+    "seed": ({"seed": 7, "dropout": 0.5}, _same_seed_same_dropout),
+}
+
+
+def _mha_parameters():
+    signature = inspect.signature(keras.layers.MultiHeadAttention.__init__)
+    return [
+        name
+        for name, parameter in signature.parameters.items()
+        if name != "self" and parameter.kind is parameter.POSITIONAL_OR_KEYWORD
+    ]
+
+
+@pytest.mark.parametrize("name", _mha_parameters())
+def test_every_argument_of_the_parent_has_its_effect_or_is_refused(name):
+    if name not in MHA_ARGUMENT_EFFECTS:
+        pytest.fail(
+            f"keras.layers.MultiHeadAttention takes `{name}`, which this "
+            "test does not know: add the change it makes to a built "
+            "BiasedMultiHeadAttention, or refuse it there."
+        )
+    changes, check = MHA_ARGUMENT_EFFECTS[name]
+    kwargs = {**MHA_BASE, **changes}
+    if check is REFUSED:
+        with pytest.raises(ValueError, match=f"{name}="):
+            BiasedMultiHeadAttention(**kwargs)
+        return
+    layer = BiasedMultiHeadAttention(**kwargs)
+    layer(_x(), _x())
+    assert check(layer, kwargs) is not False
+
+
+def test_a_built_layers_config_is_not_refused():
+    """A built layer's config holds `attention_axes=(1,)`: the default."""
+    layer = BiasedMultiHeadAttention(num_heads=4, key_dim=4)
+    layer(_x(), _x())
+    assert layer.get_config()["attention_axes"] == (1,)
+    clone = BiasedMultiHeadAttention.from_config(layer.get_config())
+    clone(_x(), _x())
+    clone.set_weights(layer.get_weights())
+    assert_allclose(clone(_x(), _x()), layer(_x(), _x()))

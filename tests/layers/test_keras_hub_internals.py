@@ -2,6 +2,7 @@ import ast
 import pathlib
 
 import keras
+import keras_hub
 import numpy as np
 import tensorflow as tf
 
@@ -30,12 +31,26 @@ def test_the_imported_helpers_behave_as_used():
         ref.gelu_tanh(x.astype("float64")),
         atol=1e-5,
     )
-    initializer = keras.initializers.TruncatedNormal(stddev=0.02)
-    clone = keras_hub_internals.clone_initializer(initializer)
-    assert clone is not initializer
-    assert clone.get_config() == initializer.get_config()
     words = keras_hub_internals.pretokenize(
         tf.constant(["Hello, World!"]), lowercase=True
     )
     assert words.to_list() == [[b"hello", b",", b"world", b"!"]]
     assert keras_hub_internals.MAX_BYTES_PER_WORD > 0
+
+
+def test_the_encoder_sublayers_are_keras_hubs_by_their_names():
+    encoder = keras_hub.layers.TransformerEncoder(
+        intermediate_dim=8, num_heads=2
+    )
+    encoder(np.zeros((1, 3, 4), "float32"))
+    layers = keras_hub_internals.transformer_encoder_sublayers(encoder)
+    assert [layer.name for layer in layers] == list(
+        keras_hub_internals.ENCODER_SUBLAYER_NAMES
+    )
+    assert type(layers.self_attention_layer) is keras.layers.MultiHeadAttention
+    assert layers.self_attention_layer is getattr(
+        encoder, keras_hub_internals.ENCODER_ATTENTION_ATTRIBUTE
+    )
+    # Every variable of the encoder is one of these layers'.
+    owned = {id(v) for layer in layers for v in layer.weights}
+    assert owned == {id(v) for v in encoder.weights}

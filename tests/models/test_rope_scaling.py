@@ -76,13 +76,13 @@ def test_layer0_logits_match_numpy(options):
     randomize(backbone, seed=1)
     inputs = make_inputs(LONGEST)
     x = keras.Model(backbone.input, backbone.layer_inputs[0])(inputs)
-    attention = backbone.transformer_layers[0]._self_attention_layer
+    attention = backbone.transformer_layers[0].attention_layer
     q = np.einsum(
-        "bnd,dhk->bnhk", np_(x), np_(attention._query_dense.kernel)
-    ) + np_(attention._query_dense.bias)
+        "bnd,dhk->bnhk", np_(x), np_(attention.query_dense.kernel)
+    ) + np_(attention.query_dense.bias)
     k = np.einsum(
-        "bnd,dhk->bnhk", np_(x), np_(attention._key_dense.kernel)
-    ) + np_(attention._key_dense.bias)
+        "bnd,dhk->bnhk", np_(x), np_(attention.key_dense.kernel)
+    ) + np_(attention.key_dense.bias)
     frequency = ref.rope_scaled_frequency(
         HEAD_DIM,
         10000.0,

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers import keras_internals
 from tupe_tf.layers.rotary_position_tables import rotate
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
@@ -32,7 +33,12 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         key_dim: int. Size of each head.
         content_scale: float or None. `c`; defaults to `1/sqrt(key_dim)`.
         **kwargs: other keyword arguments of `keras.layers.MultiHeadAttention`
-            (`dropout`, initializers, ...).
+            (`value_dim`, `dropout`, `use_bias`, `output_shape`,
+            initializers, regularizers, constraints, `seed`). Those of its
+            features this attention does not compute are refused with a
+            `ValueError`: `attention_axes` other than the sequence axis,
+            `sliding_window`, `use_gate` and `flash_attention` (the fused
+            path is chosen by `use_fused_attention`).
 
     Call arguments:
         query: tensor `(batch, n, hidden)`.
@@ -74,13 +80,16 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             kwargs,
             parents=(keras.layers.MultiHeadAttention, keras.layers.Layer),
         )
+        refuse_unsupported_features(kwargs)
         super().__init__(num_heads=num_heads, key_dim=key_dim, **kwargs)
         self.content_scale = content_scale
-        self._content_scale = (
-            content_scale
-            if content_scale is not None
-            else 1.0 / math.sqrt(float(key_dim))
-        )
+
+    @property
+    def logit_scale(self):
+        """`c`: `content_scale`, or `1/sqrt(key_dim)` when it is None."""
+        if self.content_scale is not None:
+            return self.content_scale
+        return 1.0 / math.sqrt(float(self.key_dim))
 
     def call(
         self,
@@ -103,7 +112,7 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         attention_bias = with_query_logits(
             attention_bias, query_logits, query, key
         )
-        value = self._value_dense(value)
+        value = self.value_dense(value)
         if attention_mask is not None:
             attention_mask = ops.cast(attention_mask, "bool")
             # expand_dims, not `[:, None]`: LiteRT has no builtin for a
@@ -113,7 +122,7 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
             elif len(attention_mask.shape) == 3:
                 attention_mask = ops.expand_dims(attention_mask, 1)
         if use_fused_attention(
-            self._dropout,
+            self.dropout,
             training,
             return_attention_scores,
             attention_bias is not None,
@@ -127,16 +136,17 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
                 scale=1.0,  # already on the query
                 flash_attention=flash_attention_setting(),
             )
-            return self._output_dense(output)
+            return self.output_dense(output)
         logits = query_key_logits(query, key, attention_bias)
         if attention_mask is not None:
             # float32 here, so -1e9 is representable; masked keys get 0.
             logits = ops.where(attention_mask, logits, -1e9)
         probabilities = ops.softmax(logits, axis=-1)
         attention = ops.cast(probabilities, self.compute_dtype)
-        attention = self._dropout_layer(attention, training=training)
+        dropout = keras_internals.attention_dropout_layer(self)
+        attention = dropout(attention, training=training)
         output = ops.einsum("bhqk,bkhd->bqhd", attention, value)
-        output = self._output_dense(output)
+        output = self.output_dense(output)
         if return_attention_scores:
             return output, probabilities
         return output
@@ -146,20 +156,18 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
     ):
         """The projected query and key, each `(batch, n, heads, key_dim)`,
         offset or rotated, the query times the content scale `c`."""
-        query = self._query_dense(query)
-        key = self._key_dense(key)
+        query = self.query_dense(query)
+        key = self.key_dense(key)
         if query_key_offsets is not None:
             offsets = ops.cast(query_key_offsets, query.dtype)
             query = query + offsets[0]
             key = key + offsets[1]
         if rotary_tables is not None:
             # The content scale rides on the query's tables: one pass less.
-            query = rotate(query, rotary_tables, self._content_scale)
+            query = rotate(query, rotary_tables, self.logit_scale)
             key = rotate(key, rotary_tables)
         else:
-            query = ops.multiply(
-                query, ops.cast(self._content_scale, query.dtype)
-            )
+            query = ops.multiply(query, ops.cast(self.logit_scale, query.dtype))
         return query, key
 
     def attention_logits(
@@ -188,6 +196,38 @@ class BiasedMultiHeadAttention(keras.layers.MultiHeadAttention):
         config = super().get_config()
         config.update({"content_scale": self.content_scale})
         return config
+
+
+def refuse_unsupported_features(kwargs):
+    """Raises `ValueError` for a `keras.layers.MultiHeadAttention` argument
+    whose feature `BiasedMultiHeadAttention.call` does not compute.
+
+    The parent would take them and build for them (a gate projection,
+    another attention axis), and this layer's own attention would then
+    ignore them. Their defaults (and `attention_axes` of the sequence axis,
+    which a built layer's config holds) pass.
+
+    Args:
+        kwargs: the constructor's keyword arguments.
+    """
+    axes = kwargs.get("attention_axes")
+    if isinstance(axes, int):
+        axes = (axes,)
+    refused = {
+        "attention_axes": axes is not None and tuple(axes) != (1,),
+        "sliding_window": kwargs.get("sliding_window") is not None,
+        "use_gate": bool(kwargs.get("use_gate", False)),
+        "flash_attention": kwargs.get("flash_attention") is not None,
+    }
+    names = [name for name, refuse in refused.items() if refuse]
+    if names:
+        received = ", ".join(f"{name}={kwargs[name]!r}" for name in names)
+        raise ValueError(
+            "BiasedMultiHeadAttention computes its own attention over the "
+            "sequence axis (a fused kernel where `use_fused_attention` "
+            "allows it) and does not honour these arguments of "
+            f"keras.layers.MultiHeadAttention: {received}."
+        )
 
 
 def with_query_logits(attention_bias, query_logits, query, key):

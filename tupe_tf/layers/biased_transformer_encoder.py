@@ -3,8 +3,8 @@
 import keras
 from keras_hub.layers import TransformerEncoder
 
+from tupe_tf.layers import keras_hub_internals
 from tupe_tf.layers.biased_multi_head_attention import BiasedMultiHeadAttention
-from tupe_tf.layers.keras_hub_internals import clone_initializer
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
 
 
@@ -20,8 +20,12 @@ class BiasedTransformerEncoder(TransformerEncoder):
     `query_logits` layer, owned by this layer, adds a logit term that
     depends on the projected query (e.g. `ShawRelativeLogits`).
 
-    `build` is overridden completely (building the parent's attention and
-    then swapping it would leave orphan variables).
+    It is built by keras-hub's own `TransformerEncoder.build`, so every
+    argument the parent takes has its effect here too (an upgrade's new
+    regularizers, say); the parent has no hook for another attention layer,
+    so the `keras.layers.MultiHeadAttention` it makes is replaced, unbuilt,
+    by a `BiasedMultiHeadAttention` with the same arguments
+    (`make_attention_layer`) as it is assigned, and the parent builds that.
 
     Args:
         intermediate_dim: int. Width of the feedforward layer.
@@ -81,6 +85,47 @@ class BiasedTransformerEncoder(TransformerEncoder):
             query_logits = keras.layers.deserialize(query_logits)
         self.query_logits = query_logits
 
+    def __setattr__(self, name, value):
+        # The hook for the attention layer: the parent's `build` assigns the
+        # `keras.layers.MultiHeadAttention` it made here, unbuilt, and then
+        # builds what the attribute holds.
+        if (
+            name == keras_hub_internals.ENCODER_ATTENTION_ATTRIBUTE
+            and type(value) is keras.layers.MultiHeadAttention
+        ):
+            value = self.make_attention_layer(value)
+        super().__setattr__(name, value)
+
+    def make_attention_layer(self, attention):
+        """The `BiasedMultiHeadAttention` standing for `attention`.
+
+        Args:
+            attention: the unbuilt `keras.layers.MultiHeadAttention` that
+                keras-hub's `TransformerEncoder.build` made.
+
+        Returns:
+            An unbuilt `BiasedMultiHeadAttention` with `attention`'s every
+            argument (its config, so its name and variables are the same)
+            and this layer's `content_scale`.
+        """
+        config = attention.get_config()
+        config["dtype"] = attention.dtype_policy
+        for key, own in (
+            ("kernel_initializer", self.kernel_initializer),
+            ("bias_initializer", self.bias_initializer),
+        ):
+            # The parent gave a clone of this layer's initializer: rebuilt
+            # from its config, a random one would draw a seed more and
+            # change every later layer's initial weights under a fixed
+            # `keras.utils.set_random_seed`. The attention clones it again
+            # for each projection, so this layer's own instance initializes
+            # them as the clone does.
+            if config[key] == keras.initializers.serialize(own):
+                config[key] = own
+        return BiasedMultiHeadAttention(
+            content_scale=self.content_scale, **config
+        )
+
     def build(self, inputs_shape):
         hidden_dim = inputs_shape[-1]
         if hidden_dim % self.num_heads:
@@ -88,66 +133,18 @@ class BiasedTransformerEncoder(TransformerEncoder):
                 f"`hidden_dim` ({hidden_dim}) must be divisible by "
                 f"`num_heads` ({self.num_heads})."
             )
-        key_dim = hidden_dim // self.num_heads
-        intermediate_shape = tuple(inputs_shape[:-1]) + (self.intermediate_dim,)
-        self._self_attention_layer = BiasedMultiHeadAttention(
-            num_heads=self.num_heads,
-            key_dim=key_dim,
-            content_scale=self.content_scale,
-            dropout=self.dropout,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name="self_attention_layer",
-        )
-        self._self_attention_layer.build(
-            query_shape=inputs_shape, value_shape=inputs_shape
-        )
+        super().build(inputs_shape)
+        if not isinstance(self.attention_layer, BiasedMultiHeadAttention):
+            raise TypeError(
+                "keras-hub's TransformerEncoder.build made a "
+                f"{type(self.attention_layer).__name__} attention layer, "
+                "not the keras.layers.MultiHeadAttention that "
+                "BiasedTransformerEncoder replaces with its biased one."
+            )
         if self.query_logits is not None and not self.query_logits.built:
+            key_dim = hidden_dim // self.num_heads
             head_shape = tuple(inputs_shape[:-1]) + (self.num_heads, key_dim)
             self.query_logits.build(head_shape, head_shape)
-        self._self_attention_layer_norm = self._layer_norm(
-            "self_attention_layer_norm", inputs_shape
-        )
-        self._self_attention_dropout = self._dropout("self_attention_dropout")
-        self._feedforward_layer_norm = self._layer_norm(
-            "feedforward_layer_norm", inputs_shape
-        )
-        self._feedforward_intermediate_dense = self._dense(
-            self.intermediate_dim,
-            "feedforward_intermediate_dense",
-            inputs_shape,
-            activation=self.activation,
-        )
-        self._feedforward_output_dense = self._dense(
-            hidden_dim, "feedforward_output_dense", intermediate_shape
-        )
-        self._feedforward_dropout = self._dropout("feedforward_dropout")
-        self.built = True
-
-    def _layer_norm(self, name, input_shape):
-        layer = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-        )
-        layer.build(input_shape)
-        return layer
-
-    def _dense(self, units, name, input_shape, activation=None):
-        layer = keras.layers.Dense(
-            units,
-            activation=activation,
-            kernel_initializer=clone_initializer(self.kernel_initializer),
-            bias_initializer=clone_initializer(self.bias_initializer),
-            dtype=self.dtype_policy,
-            name=name,
-        )
-        layer.build(input_shape)
-        return layer
-
-    def _dropout(self, name):
-        return keras.layers.Dropout(
-            rate=self.dropout, dtype=self.dtype_policy, name=name
-        )
 
     def call(
         self,
@@ -159,11 +156,12 @@ class BiasedTransformerEncoder(TransformerEncoder):
         training=None,
         return_attention_scores=False,
     ):
+        layers = keras_hub_internals.transformer_encoder_sublayers(self)
         x = inputs
         residual = x
         if self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-        outputs = self._self_attention_layer(
+            x = layers.self_attention_layer_norm(x)
+        outputs = layers.self_attention_layer(
             query=x,
             value=x,
             attention_mask=padding_mask,
@@ -178,20 +176,20 @@ class BiasedTransformerEncoder(TransformerEncoder):
             x, attention_scores = outputs
         else:
             x = outputs
-        x = self._self_attention_dropout(x, training=training)
+        x = layers.self_attention_dropout(x, training=training)
         x = x + residual
         if not self.normalize_first:
-            x = self._self_attention_layer_norm(x)
+            x = layers.self_attention_layer_norm(x)
 
         residual = x
         if self.normalize_first:
-            x = self._feedforward_layer_norm(x)
-        x = self._feedforward_intermediate_dense(x)
-        x = self._feedforward_output_dense(x)
-        x = self._feedforward_dropout(x, training=training)
+            x = layers.feedforward_layer_norm(x)
+        x = layers.feedforward_intermediate_dense(x)
+        x = layers.feedforward_output_dense(x)
+        x = layers.feedforward_dropout(x, training=training)
         x = x + residual
         if not self.normalize_first:
-            x = self._feedforward_layer_norm(x)
+            x = layers.feedforward_layer_norm(x)
         if return_attention_scores:
             return x, attention_scores
         return x
@@ -199,7 +197,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
     @property
     def attention_layer(self):
         """The `BiasedMultiHeadAttention` of this layer (after `build`)."""
-        return self._self_attention_layer
+        return keras_hub_internals.transformer_encoder_sublayers(
+            self
+        ).self_attention_layer
 
     def attention_logits(
         self,
@@ -216,8 +216,9 @@ class BiasedTransformerEncoder(TransformerEncoder):
         """
         x = inputs
         if self.normalize_first:
-            x = self._self_attention_layer_norm(x)
-        return self._self_attention_layer.attention_logits(
+            layers = keras_hub_internals.transformer_encoder_sublayers(self)
+            x = layers.self_attention_layer_norm(x)
+        return self.attention_layer.attention_logits(
             x,
             x,
             attention_bias,

@@ -27,10 +27,9 @@ Example:
 [0, 1, 2, 0, 1, 2, 0]
 """
 
+import keras
 import numpy as np
 from keras_hub.layers import PositionEmbedding
-
-from tupe_tf.layers import keras_internals
 
 ABSOLUTE = "absolute"
 RELATIVE = "relative"
@@ -108,10 +107,12 @@ def length_tables(model):
     Each layer class with such weights declares them in its
     `length_tables` attribute (`{attribute: (axis, layout)}`) and holds its
     `max_sequence_length`; keras-hub's `PositionEmbedding` (whose length is
-    `sequence_length`) is declared here.
+    `sequence_length`) is declared here. Such layers are layers of the
+    model's functional graph (or of a model in it), as in every backbone
+    and task here: they are found through `Model.layers`.
     """
     tables = {}
-    for layer in keras_internals.flatten_layers(model, include_self=False):
+    for layer in _graph_layers(model):
         declared = getattr(type(layer), "length_tables", None)
         if declared is None:
             declared = _FOREIGN_LENGTH_TABLES.get(type(layer), {})
@@ -123,6 +124,19 @@ def length_tables(model):
             if variable is not None:
                 tables[variable.path] = (axis, layout, int(positions))
     return tables
+
+
+def _graph_layers(model):
+    """`model.layers` and, recursively, the layers of the models among them.
+
+    Keras has no public list of every nested layer (a layer's own
+    sublayers, such as a transformer layer's dense layers, are not in it);
+    the layers holding position tables are the graph's own.
+    """
+    for layer in model.layers:
+        yield layer
+        if isinstance(layer, keras.Model):
+            yield from _graph_layers(layer)
 
 
 def copy_weights(source, target, trained_length=None):

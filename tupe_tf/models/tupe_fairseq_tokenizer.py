@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from keras_hub.tokenizers import Tokenizer
 
+from tupe_tf.layers import keras_hub_internals
 from tupe_tf.models.fairseq_dictionary import read_fairseq_dictionary
 from tupe_tf.models.fairseq_glue_text import glue_words
 from tupe_tf.models.fastbpe_codes import FastBpeCodes
@@ -79,7 +80,7 @@ class TupeFairseqTokenizer(Tokenizer):
         self.file_assets = [DICTIONARY_FILE, CODES_FILE]
         self.symbols = None
         for token, name in SPECIAL_TOKENS:
-            self._add_special_token(token, name)
+            keras_hub_internals.add_special_token(self, token, name)
         self.set_assets(dictionary, bpe_codes)
 
     def set_assets(self, dictionary, bpe_codes):
@@ -103,7 +104,7 @@ class TupeFairseqTokenizer(Tokenizer):
         ):
             with open(path, "rb") as file:
                 self._asset_bytes[name] = file.read()
-        self._update_special_token_ids()
+        keras_hub_internals.update_special_token_ids(self)
 
     def _check_assets(self):
         if self.symbols is None:
@@ -183,7 +184,7 @@ class TupeFairseqTokenizer(Tokenizer):
         return [self.encode(text) for text in inputs]
 
     def tokenize(self, inputs):
-        if self._use_tf_workflow():
+        if keras_hub_internals.use_tf_workflow(self):
             return self._tokenize_tf(inputs)
         return self._tokenize_python(inputs)
 

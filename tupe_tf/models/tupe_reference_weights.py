@@ -39,46 +39,58 @@ def _attention_projection(layer_prefix, index, heads):
     ]
 
 
-def _encoder_layer(layer, prefix, heads):
-    attention = layer.attention_layer
+def _variables(layer, names):
+    """`layer`'s variables at the paths `names` (relative to the layer,
+    e.g. `self_attention_layer/query/kernel`), in that order."""
+    by_path = {variable.path: variable for variable in layer.weights}
+    found = []
+    for name in names:
+        path = f"{layer.path}/{name}"
+        if path not in by_path:
+            raise ValueError(
+                f"`{layer.name}` has no variable `{path}`; it has "
+                f"{sorted(by_path)}."
+            )
+        found.append(by_path[path])
+    return found
 
+
+def _kernel_and_bias(sublayer):
+    return [f"{sublayer}/kernel", f"{sublayer}/bias"]
+
+
+def _gamma_and_beta(sublayer):
+    return [f"{sublayer}/gamma", f"{sublayer}/beta"]
+
+
+def _encoder_layer(layer, prefix, heads):
     def output_kernel(w):
         return w.T.reshape(heads, -1, w.shape[0])
 
-    return [
-        *zip(
-            attention._query_dense.weights,
-            _attention_projection(prefix, 0, heads),
-        ),
-        *zip(
-            attention._key_dense.weights,
-            _attention_projection(prefix, 1, heads),
-        ),
-        *zip(
-            attention._value_dense.weights,
-            _attention_projection(prefix, 2, heads),
-        ),
-        *zip(
-            attention._output_dense.weights,
-            [
-                (f"{prefix}.self_attn.out_proj.weight", output_kernel),
-                (f"{prefix}.self_attn.out_proj.bias", None),
-            ],
-        ),
-        *zip(
-            layer._self_attention_layer_norm.weights,
-            _layer_norm(f"{prefix}.self_attn_layer_norm"),
-        ),
-        *zip(
-            layer._feedforward_intermediate_dense.weights,
-            _dense(f"{prefix}.fc1"),
-        ),
-        *zip(layer._feedforward_output_dense.weights, _dense(f"{prefix}.fc2")),
-        *zip(
-            layer._feedforward_layer_norm.weights,
-            _layer_norm(f"{prefix}.final_layer_norm"),
-        ),
+    # keras-hub's `TransformerEncoder` names (the paths of its variables).
+    attention = "self_attention_layer"
+    sources = [
+        *_attention_projection(prefix, 0, heads),
+        *_attention_projection(prefix, 1, heads),
+        *_attention_projection(prefix, 2, heads),
+        (f"{prefix}.self_attn.out_proj.weight", output_kernel),
+        (f"{prefix}.self_attn.out_proj.bias", None),
+        *_layer_norm(f"{prefix}.self_attn_layer_norm"),
+        *_dense(f"{prefix}.fc1"),
+        *_dense(f"{prefix}.fc2"),
+        *_layer_norm(f"{prefix}.final_layer_norm"),
     ]
+    names = [
+        *_kernel_and_bias(f"{attention}/query"),
+        *_kernel_and_bias(f"{attention}/key"),
+        *_kernel_and_bias(f"{attention}/value"),
+        *_kernel_and_bias(f"{attention}/attention_output"),
+        *_gamma_and_beta("self_attention_layer_norm"),
+        *_kernel_and_bias("feedforward_intermediate_dense"),
+        *_kernel_and_bias("feedforward_output_dense"),
+        *_gamma_and_beta("feedforward_layer_norm"),
+    ]
+    return list(zip(_variables(layer, names), sources))
 
 
 def _backbone_pairs(backbone):
@@ -124,14 +136,18 @@ def _backbone_pairs(backbone):
 
 
 def _head_pairs(head):
-    return [
-        *zip(head._intermediate_dense.weights, _dense("lm_head.dense")),
-        *zip(
-            head._intermediate_layer_norm.weights,
-            _layer_norm("lm_head.layer_norm"),
-        ),
-        (head._bias, ("lm_head.bias", None)),
+    # keras-hub's `MaskedLMHead` names (the paths of its variables).
+    names = [
+        *_kernel_and_bias("intermediate_dense"),
+        *_gamma_and_beta("intermediate_layer_norm"),
+        "output_bias",
     ]
+    sources = [
+        *_dense("lm_head.dense"),
+        *_layer_norm("lm_head.layer_norm"),
+        ("lm_head.bias", None),
+    ]
+    return list(zip(_variables(head, names), sources))
 
 
 def _check_backbone(backbone):

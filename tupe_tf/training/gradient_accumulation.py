@@ -13,8 +13,6 @@ all-reduce and loss scaling happen once per update, as without it.
 import keras
 import tensorflow as tf
 
-from tupe_tf.layers import keras_internals
-
 
 class GradientAccumulation:
     """A compiled Keras model's train step over `steps` micro-batches.
@@ -67,11 +65,15 @@ class GradientAccumulation:
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         with tf.GradientTape() as tape:
             y_pred = model(x, training=True)
-            loss = keras_internals.compute_loss(
-                model, x, y, y_pred, sample_weight
+            loss = model.compute_loss(
+                x=x,
+                y=y,
+                y_pred=y_pred,
+                sample_weight=sample_weight,
+                training=True,
             )
-            keras_internals.loss_tracker(model).update_state(
-                keras_internals.unscale_loss_for_distribution(loss),
+            loss_metric(model).update_state(
+                unscaled_loss(loss),
                 sample_weight=tf.shape(keras.tree.flatten(x)[0])[0],
             )
             loss = model.optimizer.scale_loss(loss)
@@ -91,6 +93,34 @@ class GradientAccumulation:
         weights = self.model.trainable_weights
         self.model.optimizer.apply_gradients(zip(mean, weights))
         return metrics
+
+
+def loss_metric(model):
+    """The `Mean` metric behind `fit`'s "loss" log of a compiled model.
+
+    `Model.metrics` lists it first, named "loss" (the compiled losses'
+    own trackers, if any, are named after their outputs).
+    """
+    for metric in model.metrics:
+        if metric.name == "loss":
+            return metric
+    raise ValueError(
+        "The model has no 'loss' metric: compile it before installing "
+        "GradientAccumulation."
+    )
+
+
+def unscaled_loss(loss):
+    """`loss` as `fit`'s "loss" log shows it.
+
+    Under a `tf.distribute` strategy `compute_loss` divides each replica's
+    loss by the number of replicas (their gradients then sum to the mean);
+    the log multiplies it back, as Keras' own train step does.
+    """
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas > 1:
+        loss = loss * tf.cast(replicas, loss.dtype)
+    return loss
 
 
 def _add(total, gradient):

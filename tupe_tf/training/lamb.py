@@ -4,6 +4,8 @@ Learning: Training BERT in 76 minutes"."""
 
 import keras
 
+from tupe_tf.layers import keras_internals
+
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
 class Lamb(keras.optimizers.Optimizer):
@@ -71,7 +73,9 @@ class Lamb(keras.optimizers.Optimizer):
 
     def _apply_weight_decay(self, variables):
         # The decay is part of the update (`update_step`), inside the trust
-        # ratio, not a separate shrink of the variable.
+        # ratio, not a separate shrink of the variable. This overrides the
+        # (private) step of `Optimizer.apply` that would shrink it: see
+        # tupe_tf/layers/keras_internals.py for why there is no public one.
         return
 
     def update_step(self, gradient, variable, learning_rate):
@@ -79,14 +83,14 @@ class Lamb(keras.optimizers.Optimizer):
         lr = keras.ops.cast(learning_rate, dtype)
         gradient = keras.ops.cast(gradient, dtype)
         step = keras.ops.cast(self.iterations + 1, dtype)
-        index = self._get_variable_index(variable)
+        index = keras_internals.optimizer_variable_index(self, variable)
         m, v = self._momentums[index], self._velocities[index]
         self.assign_add(m, (gradient - m) * (1 - self.beta_1))
         self.assign_add(v, (keras.ops.square(gradient) - v) * (1 - self.beta_2))
         m_hat = m / (1 - keras.ops.power(self.beta_1, step))
         v_hat = v / (1 - keras.ops.power(self.beta_2, step))
         update = m_hat / (keras.ops.sqrt(v_hat) + self.epsilon)
-        if self._use_weight_decay(variable):
+        if keras_internals.uses_weight_decay(self, variable):
             if self.weight_decay:
                 decay = keras.ops.cast(self.weight_decay, dtype)
                 update = update + decay * variable

@@ -3,8 +3,10 @@ Table 2."""
 
 import keras
 
-from tupe_tf.layers import keras_internals
 from tupe_tf.training.lamb import Lamb
+
+# The names `keras.layers.LayerNormalization` gives its scale and offset.
+LAYER_NORM_VARIABLES = ("gamma", "beta")
 
 OPTIMIZER_CLASSES = {"adamw": keras.optimizers.AdamW, "lamb": Lamb}
 
@@ -65,9 +67,11 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 def weight_decay_exclusions(model):
     """Variables that must not be weight-decayed: LayerNorm and biases.
 
-    LayerNorm parameters are found by layer type (so a position LayerNorm
-    with any name is covered); biases are the 1-D variables named `bias`.
-    Position tables and embeddings keep weight decay.
+    LayerNorm parameters are the variables Keras' `LayerNormalization`
+    names `gamma` and `beta` (its variable names, not the layer's: a
+    position LayerNorm with any layer name is covered; no other layer of
+    these models names a variable so); biases are the 1-D variables named
+    `bias`. Position tables and embeddings keep weight decay.
 
     Args:
         model: a built Keras model.
@@ -76,10 +80,9 @@ def weight_decay_exclusions(model):
         A list of variables.
     """
     excluded = {}
-    for layer in keras_internals.flatten_layers(model):
-        if isinstance(layer, keras.layers.LayerNormalization):
-            for variable in layer.weights:
-                excluded[id(variable)] = variable
+    for variable in model.weights:
+        if variable.name in LAYER_NORM_VARIABLES:
+            excluded[id(variable)] = variable
     for variable in model.trainable_variables:
         if variable.name == "bias" and len(variable.shape) == 1:
             excluded[id(variable)] = variable
