@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from tupe_tf.export import export_lib
+from tupe_tf.export.saved_model_root import SavedModelRoot
 from tupe_tf.utils.backend import require_tensorflow
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -173,7 +174,7 @@ def build_hub_encoder(backbone, seq_length=128, fold_positional_bias=True):
         backbone, seq_length if fold_positional_bias else None
     )
     specs = encoder_input_specs()
-    root = tf.__internal__.tracking.AutoTrackable()
+    root = SavedModelRoot()
     # The tf.Variables behind the Keras variables (TF Hub reads these).
     root.variables = [v.value for v in functions.model.variables]
     root.trainable_variables = [

@@ -20,6 +20,7 @@ import tensorflow_text as tf_text
 # identical to `TupeTokenizer` (keras-hub is pinned in setup.py; the
 # import is listed in tupe_tf.layers.keras_hub_internals).
 from tupe_tf.export import export_lib
+from tupe_tf.export.saved_model_root import SavedModelRoot
 from tupe_tf.layers.keras_hub_internals import MAX_BYTES_PER_WORD
 from tupe_tf.layers.keras_hub_internals import pretokenize
 from tupe_tf.utils.backend import require_tensorflow
@@ -213,7 +214,7 @@ def build_hub_preprocessor(packer, seq_length):
         SavedModel API).
     """
     require_tensorflow("TF Hub preprocessor export")
-    root = tf.__internal__.tracking.AutoTrackable()
+    root = SavedModelRoot()
     root.packer = packer
     root.vocab_file = packer.vocab_file
     root.variables = []

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tupe_tf.export import export_lib
 from tupe_tf.export.hub_preprocessor import text_packer_from_tokenizer
+from tupe_tf.export.saved_model_root import SavedModelRoot
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
@@ -113,7 +114,7 @@ def build_serving_module(preset, packer, seq_length=128, text_fields=None):
         name: tf.TensorSpec([None], tf.string, name=name)
         for name in text_fields
     }
-    root = tf.__internal__.tracking.AutoTrackable()
+    root = SavedModelRoot()
     root.packer = packer
     root.variables = [v.value for v in model.variables]
     root.trainable_variables = []
