@@ -79,6 +79,15 @@ setup(
         # (scripts/convert_fairseq_checkpoint.py); torch's CPU build
         # suffices (the README's install line).
         "convert": ["torch>=2.1"],
+        # ONNX Runtime and LiteRT exports (scripts/export.py --format=onnx,
+        # litert): Keras converts through tf2onnx and TensorFlow's LiteRT
+        # converter; the runtimes run and check the files.
+        "onnx": [
+            "tf2onnx>=1.17,<1.18",
+            "onnx>=1.17,<2",
+            "onnxruntime>=1.20,<2",
+        ],
+        "litert": ["ai-edge-litert>=2.1,<3"],
         # Data preparation on Apache Beam (--runner). Kept out of the base
         # install: it pins protobuf below 7 (6.33.6 with TF 2.21), under
         # which TensorFlow, TF-Text, keras-hub and tensorboard still work.

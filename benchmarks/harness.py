@@ -26,6 +26,7 @@ Example:
 import dataclasses
 import json
 import os
+import platform
 import random
 import statistics
 import subprocess
@@ -248,12 +249,18 @@ def benchmark_flags():
 
 
 def write_json(path, samples, **extra):
-    """Writes the command line, the flags, `samples` (`Timing`s as [wall,
-    cpu]) and `extra` as JSON to `path` (nothing if `path` is empty)."""
+    """Writes the command line, the machine, date and load average, the
+    flags, `samples` (`Timing`s as [wall, cpu]) and `extra` as JSON to
+    `path` (nothing if `path` is empty)."""
     if not path:
         return
     report = {
         "command": "python " + " ".join(sys.argv),
+        "machine": f"{platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPU cores",
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        # At the end of the run: the 1-, 5- and 15-minute averages.
+        "load_average": [round(load, 2) for load in os.getloadavg()],
         "flags": benchmark_flags(),
         "samples": samples,
         **extra,

@@ -1,4 +1,4 @@
-r"""Exports a tupe-tf preset as a SavedModel.
+r"""Exports a tupe-tf preset as a SavedModel, an ONNX or a LiteRT model.
 
 Formats:
   serving           raw strings in (`serving_default`), float32 out:
@@ -9,12 +9,21 @@ Formats:
                     sequence_output, encoder_outputs, default).
   hub_preprocessor  the matching TF Hub-style preprocessor (__call__,
                     tokenize, bert_pack_inputs; vocabulary as an asset).
+  onnx              model.onnx for ONNX Runtime; litert: model.tflite for
+  litert            the LiteRT interpreter. token_ids, segment_ids,
+                    padding_mask in (int32 [batch, seq]); sequence_output,
+                    pooled_output (or a classifier's logits, probabilities)
+                    out. Length fixed to --seq_length, or dynamic with
+                    --nofold_positional_bias. Needs pip install -e ".[onnx]"
+                    or ".[litert]".
 
 Example:
   python scripts/export.py --preset=runs/sst2/preset --export_dir=out/sst2 \
       --format=serving --seq_length=128
   python scripts/export.py --preset=runs/mnli/preset --export_dir=out/mnli \
       --format=serving --text_fields=premise,hypothesis
+  python scripts/export.py --preset=runs/sst2/preset \
+      --export_dir=out/sst2_onnx --format=onnx
 """
 
 import dataclasses
@@ -70,7 +79,9 @@ class ExportSettings(Settings):
     fold_positional_bias: bool = setting(
         True,
         help="Fold the content-free position bias at --seq_length "
-        "(--nofold_positional_bias for comparisons).",
+        "(--nofold_positional_bias for comparisons). For onnx and litert it "
+        "also fixes the file's length to --seq_length; without it the "
+        "length is dynamic.",
     )
 
     def check_rules(self):
@@ -78,7 +89,7 @@ class ExportSettings(Settings):
             self,
             ("fold_positional_bias",),
             self.format != "hub_preprocessor",
-            "to the encoder formats (serving, hub_encoder)",
+            "to the encoder formats (serving, hub_encoder, onnx, litert)",
         )
         if self.text_fields is not None and not 1 <= len(self.text_fields) <= 2:
             raise UserError("--text_fields takes one or two names.")

@@ -29,6 +29,7 @@ def _module(item):
 # `-n 2` they start first and the short ones fill in at the end. The list
 # orders the work only; a module missing from it runs after these.
 LONGEST_MODULES = (
+    "tests/export/test_runtime_exports.py",
     "tests/training/test_preemption.py",
     "tests/export/test_rope_alibi_exports.py",
     "tests/analysis/test_compare.py",

@@ -17,7 +17,9 @@ import time
 import pytest
 import tensorflow as tf
 
+import tupe_tf
 from tests import subprocesses
+from tests.sizes import encoder_sizes
 from tests.training.conftest import FINETUNE_SCRIPT
 from tests.training.conftest import PRETRAIN_SCRIPT
 from tests.training.conftest import REPO
@@ -480,3 +482,27 @@ def test_flag_only_refusals_come_before_the_default_data_is_built(
         pretrain.prepare_run(config)
     built = os.listdir(work_dir) if work_dir.exists() else []
     assert [name for name in built if name != "model"] == []
+
+
+@pytest.mark.large
+def test_export_refuses_what_a_runtime_cannot_convert(tmp_path):
+    pytest.importorskip(
+        "ai_edge_litert.interpreter", reason="the litert extra is not installed"
+    )
+    preset = str(tmp_path / "preset")
+    tupe_tf.TupeBackbone(
+        20,
+        max_sequence_length=16,
+        position_encoding="sinusoidal",
+        **encoder_sizes(8, num_layers=1),
+    ).save_to_preset(preset)
+    out = tmp_path / "out"
+    run = _export(
+        f"--preset={preset}",
+        f"--export_dir={out}",
+        "--format=litert",
+        "--seq_length=16",
+        "--nofold_positional_bias",
+    )
+    assert_refused(run, "--format=litert", "sinusoidal", "--fold_positional")
+    assert os.listdir(tmp_path) == ["preset"]

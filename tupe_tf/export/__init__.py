@@ -1,4 +1,5 @@
-"""SavedModel export of tupe-tf presets: serving, TF Hub encoder/preprocessor.
+"""Exports of tupe-tf presets: SavedModels (serving, TF Hub encoder and
+preprocessor), ONNX and LiteRT.
 
 Example:
 ```python
@@ -17,6 +18,8 @@ from tupe_tf.export.hub_encoder import build_hub_encoder
 from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import BertTextPacker
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
+from tupe_tf.export.runtimes import export_runtime
+from tupe_tf.export.runtimes import load_runtime_model
 from tupe_tf.export.serving import export_serving
 
 __all__ = [
@@ -28,7 +31,9 @@ __all__ = [
     "export_hub_encoder",
     "export_hub_preprocessor",
     "export_preset",
+    "export_runtime",
     "export_serving",
     "load_preset",
+    "load_runtime_model",
     "read_export_metadata",
 ]

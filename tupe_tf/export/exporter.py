@@ -3,6 +3,7 @@
 import os
 
 from tupe_tf.export import export_lib
+from tupe_tf.export import runtimes
 from tupe_tf.export.hub_encoder import export_hub_encoder
 from tupe_tf.export.hub_preprocessor import export_hub_preprocessor
 from tupe_tf.export.serving import check_text_fields
@@ -12,7 +13,12 @@ from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
 
 # The export formats `export_preset` writes.
-FORMATS = ("serving", "hub_encoder", "hub_preprocessor")
+FORMATS = (
+    "serving",
+    "hub_encoder",
+    "hub_preprocessor",
+    *runtimes.RUNTIME_FORMATS,
+)
 
 
 def export_preset(
@@ -24,14 +30,15 @@ def export_preset(
     text_fields=None,
     fold_positional_bias=True,
 ):
-    """Exports a preset as a SavedModel.
+    """Exports a preset as a SavedModel, an ONNX or a LiteRT model.
 
     Args:
         preset_dir: str. A tupe-tf preset (backbone, masked-LM or
             classifier).
         export_dir: str. Output directory; written to a temporary sibling
             and renamed, so it is never half written.
-        export_format: str. `serving`, `hub_encoder` or `hub_preprocessor`.
+        export_format: str. `serving`, `hub_encoder`, `hub_preprocessor`,
+            `onnx` or `litert` (see `runtimes.export_runtime`).
         seq_length: int. Packed length (serving, preprocessor default) and
             the length whose position bias is folded (serving, encoder).
         overwrite: bool. Replace an existing `export_dir`.
@@ -74,7 +81,9 @@ def export_preset(
             "exists. Pass --overwrite (overwrite=True) to replace it."
         )
     preset = export_lib.load_preset(
-        preset_dir, with_tokenizer=export_format != "hub_encoder"
+        preset_dir,
+        with_tokenizer=export_format
+        not in ("hub_encoder", *runtimes.RUNTIME_FORMATS),
     )
     if seq_length > preset.backbone.max_sequence_length:
         raise UserError(
@@ -94,6 +103,15 @@ def export_preset(
         export_hub_encoder(
             preset.backbone,
             export_dir,
+            seq_length,
+            overwrite,
+            fold_positional_bias,
+        )
+    elif export_format in runtimes.RUNTIME_FORMATS:
+        runtimes.export_runtime(
+            preset,
+            export_dir,
+            export_format,
             seq_length,
             overwrite,
             fold_positional_bias,

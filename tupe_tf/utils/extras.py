@@ -10,7 +10,10 @@ Each extra of `setup.py` adds what one feature needs:
 - `convert`: torch, to read fairseq checkpoints
   (`scripts/convert_fairseq_checkpoint.py`);
 - `fairseq-text`: sacremoses, for the TUPE authors' tokenization
-  (`tupe_tf.TupeFairseqTokenizer`).
+  (`tupe_tf.TupeFairseqTokenizer`);
+- `onnx`: tf2onnx and ONNX Runtime, for `--format=onnx` exports;
+- `litert`: the LiteRT interpreter (ai-edge-litert), for `--format=litert`
+  exports.
 
 Example:
 >>> from tupe_tf.utils import extras

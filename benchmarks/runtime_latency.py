@@ -1,0 +1,196 @@
+r"""Latency of ONNX Runtime and LiteRT exports against the SavedModel.
+
+For each encoding, exports one randomly initialised encoder three ways with
+`tupe_tf.export.export_preset` at --seq_length (position bias folded): the
+TF Hub encoder SavedModel, `--format=onnx` and `--format=litert`. All are
+loaded into this one process and timed on the same padded token ids in the
+harness's shuffled rounds: in each round every (encoding, runtime) gives the
+median latency of `--repeats` calls, and its ratio to the SavedModel of the
+same encoding in that round. The report is the median ratio over rounds
+with its [min, max], and each file's size. ONNX Runtime and LiteRT use as
+many threads as the machine has cores, as TensorFlow does.
+
+Example:
+  python benchmarks/runtime_latency.py --rounds=9 \
+      --output=benchmarks/results/runtime_latency_small_9rounds.json
+  python benchmarks/runtime_latency.py --rounds=9 --num_layers=12 \
+      --hidden_dim=768 --num_heads=12 --intermediate_dim=3072 --repeats=1 \
+      --output=benchmarks/results/runtime_latency_base_9rounds.json
+"""
+
+import os
+import statistics
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import harness  # noqa: E402
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+from model_dims import backbone_dims  # noqa: E402
+from model_dims import define_model_dims  # noqa: E402
+from model_dims import describe_dims  # noqa: E402
+
+FLAGS = harness.define_round_flags(rounds=9)
+define_model_dims("small", seq_length=128)
+_BATCH_SIZES = flags.DEFINE_list(
+    "batch_sizes", ["1", "32"], "Batch sizes to time."
+)
+_REPEATS = flags.DEFINE_integer(
+    "repeats",
+    3,
+    "Timed calls per model, batch size and round (batch 1 uses 4x).",
+    lower_bound=1,
+)
+_ENCODINGS = flags.DEFINE_list(
+    "position_encodings",
+    ["bert", "tupe-r", "alibi", "rope"],
+    "Encodings to export and time.",
+)
+_OUTPUT = flags.DEFINE_string("output", "", "Raw JSON file to write.")
+
+RUNTIMES = ("saved_model", "onnx", "litert")
+_FORMAT = {"saved_model": "hub_encoder", "onnx": "onnx", "litert": "litert"}
+
+
+def _export(encoding, root):
+    """`{runtime: export_dir}` of one randomly initialised encoder."""
+    import keras
+
+    import tupe_tf
+    import tupe_tf.export
+
+    keras.utils.set_random_seed(0)
+    backbone = tupe_tf.TupeBackbone(
+        position_encoding=encoding, **backbone_dims()
+    )
+    preset_dir = os.path.join(root, encoding, "preset")
+    backbone.save_to_preset(preset_dir)
+    paths = {}
+    for runtime in RUNTIMES:
+        paths[runtime] = tupe_tf.export.export_preset(
+            preset_dir,
+            os.path.join(root, encoding, runtime),
+            _FORMAT[runtime],
+            seq_length=FLAGS.seq_length,
+        )
+    return paths
+
+
+def _size_mb(path):
+    return (
+        sum(
+            os.path.getsize(os.path.join(directory, name))
+            for directory, _, names in os.walk(path)
+            for name in names
+        )
+        / 2**20
+    )
+
+
+def _callable(runtime, path):
+    """`inputs -> first output as NumPy`, in the runtime's own process."""
+    import tensorflow as tf
+
+    import tupe_tf.export
+
+    if runtime == "saved_model":
+        loaded = tf.saved_model.load(path)  # Kept: it owns the variables.
+
+        def call(inputs):
+            return loaded.serve(
+                {
+                    "input_word_ids": inputs["token_ids"],
+                    "input_mask": inputs["padding_mask"],
+                    "input_type_ids": inputs["segment_ids"],
+                }
+            )["sequence_output"].numpy()
+
+        return call
+    model = tupe_tf.export.load_runtime_model(path)
+    return lambda inputs: model(inputs)["sequence_output"]
+
+
+def _inputs(batch_size):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    shape = (batch_size, FLAGS.seq_length)
+    padding_mask = np.ones(shape, "int32")
+    padding_mask[:, FLAGS.seq_length * 3 // 4 :] = 0
+    return {
+        "token_ids": rng.integers(5, FLAGS.vocabulary_size, shape, "int32"),
+        "segment_ids": np.zeros(shape, "int32"),
+        "padding_mask": padding_mask,
+    }
+
+
+def _latency_case(call, inputs, repeats):
+    call(inputs)  # Warm-up: the first call allocates.
+
+    def unit():
+        timings = [
+            harness.time_steps(lambda: call(inputs), 1) for _ in range(repeats)
+        ]
+        return harness.Timing(
+            statistics.median(t.wall for t in timings),
+            statistics.median(t.cpu for t in timings),
+        )
+
+    return unit
+
+
+def _report(samples, sizes):
+    rows = []
+    for encoding in _ENCODINGS.value:
+        for runtime in RUNTIMES:
+            name = f"{encoding} {runtime}"
+            row = [name, f"{sizes[name]:.1f}"]
+            for per_model in samples.values():
+                summary = harness.summarize(
+                    per_model[name], per_model[f"{encoding} saved_model"]
+                )
+                milliseconds = summary.wall.map(lambda t: t * 1e3)
+                row.append(
+                    f"{milliseconds.format('.1f', median_only=True)} ms, "
+                    + summary.wall_ratio.format(".2f")
+                )
+            rows.append(row)
+    harness.print_table(
+        f"Latency per call, median over {FLAGS.rounds} rounds; ratio to the "
+        f"SavedModel of the same encoding [min, max]; {describe_dims()}",
+        ["encoding, runtime", "file MB"]
+        + [f"batch {b}: ms, ratio" for b in samples],
+        rows,
+        align=[None] + ["right"] * (len(samples) + 1),
+    )
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from absl import logging
+
+    logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
+    with tempfile.TemporaryDirectory() as root:
+        calls, sizes = {}, {}
+        for encoding in _ENCODINGS.value:
+            for runtime, path in _export(encoding, root).items():
+                calls[f"{encoding} {runtime}"] = _callable(runtime, path)
+                sizes[f"{encoding} {runtime}"] = _size_mb(path)
+            print(f"exported {encoding}", flush=True)
+        samples = {}
+        for batch_size in (int(b) for b in _BATCH_SIZES.value):
+            inputs = _inputs(batch_size)
+            repeats = _REPEATS.value * (4 if batch_size == 1 else 1)
+            cases = {
+                name: _latency_case(call, inputs, repeats)
+                for name, call in calls.items()
+            }
+            samples[batch_size] = harness.run_rounds(cases, FLAGS.rounds)
+    _report(samples, sizes)
+    harness.write_json(_OUTPUT.value, samples, file_mb=sizes)
+
+
+if __name__ == "__main__":
+    app.run(main)
