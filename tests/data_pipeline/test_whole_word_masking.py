@@ -368,6 +368,6 @@ def test_build_shards_refuses_a_vocabulary_without_pieces(
         "--static_masking",
         "--whole_word_masking",
     )
-    line = error_line(result, before_tensorflow=True)
+    line = error_line(result)
     assert "--whole_word_masking" in line and no_piece_vocab in line, line
     assert not os.path.exists(output_dir)
