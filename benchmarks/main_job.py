@@ -157,7 +157,6 @@ def keras_hub_child():
 
     import data_pipeline
     from data_pipeline import default_data
-    from tupe_tf.training.pretrain_data import vocabulary_size
     from tupe_tf.utils.backbone_options import MODEL_SIZES
 
     data = default_data.prepare_default_data(
@@ -169,7 +168,7 @@ def keras_hub_child():
     cached = dataset.take(20).cache().repeat()
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size(data.vocab_file),
+        data_pipeline.load_vocabulary(data.vocab_file).size,
         max_sequence_length=512,
         dropout=0.1,
         **MODEL_SIZES["tiny"],

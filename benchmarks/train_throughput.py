@@ -92,12 +92,12 @@ class Setups:
 
     def __init__(self):
         from data_pipeline import default_data
-        from tupe_tf.training.pretrain_data import vocabulary_size
+        from data_pipeline import vocab
 
         self.data = default_data.prepare_default_data(
             FLAGS.work_dir, seq_length=FLAGS.seq_length
         )
-        self.vocab_size = vocabulary_size(self.data.vocab_file)
+        self.vocab_size = vocab.load_vocabulary(self.data.vocab_file).size
         self.cached = self.reader().take(FLAGS.num_batches).cache().repeat()
         for _ in self.cached.take(FLAGS.num_batches):
             pass  # Fill the cache before anything is timed.

@@ -96,7 +96,8 @@ def pretraining_dataset(
     Args:
       file_patterns: comma-separated string or list of shard globs, or shard
         directories holding `manifest.json`.
-      vocab_file: the model's vocabulary; its sha256 must match the manifest.
+      vocab_file: the model's vocabulary, its path or a loaded `Vocabulary`
+        (`vocab.load_vocabulary`); its sha256 must match the manifest.
       seq_length: output sequence length; shorter shards are padded; shards
         with a larger `max_seq_length` are refused.
       batch_size: per-replica batch size.
@@ -213,7 +214,7 @@ def _checked_shards(
     """`(vocabulary, ShardCheck)` of shards that may be read at
     `seq_length` with `vocab_file`; bad shards are refused, or logged and
     left out with `skip_bad_shards`."""
-    vocabulary = vocab_lib.load_vocabulary(vocab_file)
+    vocabulary = vocab_lib.as_vocabulary(vocab_file)
     check = shard_verification.verify_shards(file_patterns, verify=verify)
     shard_verification.check_vocabulary(check.manifests, vocabulary)
     _agreed(check.manifests, "schema")

@@ -239,15 +239,15 @@ def _verified(files, flag, skip_bad_shards):
 
 
 def check_training_shards(
-    files, flag, vocab_file, seq_length, skip_bad_shards=False
+    files, flag, vocabulary, seq_length, skip_bad_shards=False
 ):
     """Refuses shards a training run could not read to the end.
 
     Args:
         files: the shard paths (globs expanded).
         flag: how messages name them, e.g. `"--train_files"`.
-        vocab_file: the vocabulary the model uses; the shards' manifests
-            must name it (same sha256).
+        vocabulary: the `vocab.Vocabulary` the model uses, loaded; the
+            shards' manifests must name it (same sha256).
         seq_length: the run's sequence length; shards of shorter sequences
             are padded by the reader, longer ones cannot be cut.
         skip_bad_shards: train without the shards that fail the size check
@@ -261,10 +261,11 @@ def check_training_shards(
     """
     check = _verified(files, flag, skip_bad_shards)
     try:
-        check_shards_vocabulary(files, vocab_file)
-    except (ValueError, OSError) as error:
+        check_vocabulary(check.manifests, vocabulary)
+    except UserError as error:
         raise UserError(
-            f"{flag} were not built with --vocab_file={vocab_file}: {error}"
+            f"{flag} were not built with --vocab_file={vocabulary.path}: "
+            f"{error}"
         ) from error
     shard_length = max(int(m["max_seq_length"]) for m in check.manifests)
     if shard_length > seq_length:

@@ -132,6 +132,21 @@ def load_vocabulary(vocab_file):
     )
 
 
+def as_vocabulary(vocabulary):
+    """`vocabulary` itself when it is a `Vocabulary`, else the one of the
+    file it names (`load_vocabulary`): a caller that has read its
+    vocabulary passes it on instead of having it read again.
+
+    Example:
+    >>> vocab = as_vocabulary("vocab.txt")  # doctest: +SKIP
+    >>> as_vocabulary(vocab) is vocab  # doctest: +SKIP
+    True
+    """
+    if isinstance(vocabulary, Vocabulary):
+        return vocabulary
+    return load_vocabulary(vocabulary)
+
+
 def _read_vocabulary_file(vocab_file):
     """The bytes of `vocab_file`, refused if it is no file or too large to
     be a vocabulary."""

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tupe_tf
+from data_pipeline.vocab import load_vocabulary
 from tests.sizes import encoder_sizes
 from tests.training.conftest import pretrain_config
 from tupe_tf.training import init_from
@@ -159,21 +160,50 @@ def test_another_vocabulary_is_refused(
 ):
     source = init_from.read_source(tiny_preset)
     size = _vocabulary_size(vocab_file)
-    init_from.check_vocabulary(source, vocab_file, size)
+    init_from.check_vocabulary(source, load_vocabulary(vocab_file))
     other_size = _vocabulary_size(other_vocab_file)
     with pytest.raises(
         UserError,
         match=rf"vocabulary_size is {size}, this run's "
         rf"\(--vocab_file='.*other_vocab.txt'\) is {other_size}\.",
     ):
-        init_from.check_vocabulary(source, other_vocab_file, other_size)
+        init_from.check_vocabulary(source, load_vocabulary(other_vocab_file))
     # As many tokens, two of them swapped.
     tokens = open(vocab_file).read().split("\n")
     tokens[-3], tokens[-2] = tokens[-2], tokens[-3]
     swapped = tmp_path / "swapped.txt"
     swapped.write_text("\n".join(tokens))
     with pytest.raises(UserError, match="holds other tokens than the preset"):
-        init_from.check_vocabulary(source, str(swapped), size)
+        init_from.check_vocabulary(source, load_vocabulary(str(swapped)))
+
+
+def test_a_run_reads_its_vocabulary_and_init_source_once(
+    tmp_path, shards, vocab_file, tiny_preset, monkeypatch
+):
+    from data_pipeline import vocab
+    from tupe_tf.training import pretrain
+    from tupe_tf.training import pretrain_data
+
+    reads = []
+    for module, name in (
+        (vocab, "load_vocabulary"),
+        (init_from, "read_source"),
+    ):
+        original = getattr(module, name)
+
+        def counted(path, _original=original):
+            reads.append(os.path.abspath(path))
+            return _original(path)
+
+        monkeypatch.setattr(module, name, counted)
+    config = _config(tmp_path, shards, vocab_file, tiny_preset, **PRESET_MODEL)
+    run = pretrain.prepare_run(config)
+    train_data, eval_data = pretrain_data.make_input_fns(run)
+    train_data(0), eval_data()
+    preset = os.path.abspath(tiny_preset)
+    asset = os.path.join(preset, init_from.VOCABULARY_ASSET)
+    assert sorted(reads) == sorted([preset, os.path.abspath(vocab_file), asset])
+    assert run.vocabulary.size == _vocabulary_size(vocab_file)
 
 
 def _masked_lm(tmp_path, shards, vocab_file, source, **model):

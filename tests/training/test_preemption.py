@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -38,6 +39,7 @@ from tests.training.conftest import worker_tf_configs
 from tupe_tf.training.multi_worker import WORKER_LOST_EXIT_CODE
 from tupe_tf.training.preemption import PREEMPTED_EXIT_CODE
 from tupe_tf.training.preemption import StopRequests
+from tupe_tf.training.preemption import watches_gce
 
 NUM_STEPS = 40
 SAVE_EVERY = 8
@@ -221,6 +223,22 @@ def test_sigterm_requests_a_stop_and_gives_sigterm_its_default_action():
             assert requests.should_stop
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_the_metadata_server_is_polled_only_where_a_notice_can_come():
+    import tensorflow as tf
+
+    from tupe_tf.training.config import PretrainConfig
+
+    one_device = tf.distribute.get_strategy()
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver
+    cloud_tpu = types.SimpleNamespace(cluster_resolver=object.__new__(resolver))
+    assert not watches_gce(PretrainConfig(), one_device)
+    assert watches_gce(PretrainConfig(), cloud_tpu)
+    flag = PretrainConfig(watch_gce_maintenance=True)
+    assert watches_gce(flag, one_device)
+    flag = PretrainConfig(watch_gce_maintenance=False)
+    assert not watches_gce(flag, cloud_tpu)
 
 
 # One device: SIGTERM, then a second SIGTERM into the save, then a rerun;

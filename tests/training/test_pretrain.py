@@ -362,29 +362,25 @@ def test_float32_model_copies_mixed_precision_weights(
 ):
     import keras
 
-    from tupe_tf.training import pretrain
     from tupe_tf.training import pretrain_model
 
     config = pretrain_config(
         tmp_path, shards, vocab_file, mixed_precision="mixed_bfloat16"
     )
-    run = pretrain.PretrainingRun(config, None, [], [], vocabulary_size=50)
     previous = keras.config.dtype_policy()
     try:
         keras.config.set_dtype_policy("mixed_bfloat16")
         model = pretrain_model.build_masked_lm(config, 50)
         model(pretrain_model.dummy_batch(config), training=False)
-        copy = pretrain_model.float32_model(model, run)
+        copy = pretrain_model.float32_model(model, config, 50)
         assert copy is not model
         assert copy.backbone.compute_dtype == "float32"
         for a, b in zip(model.get_weights(), copy.get_weights()):
             np.testing.assert_array_equal(a, b)
     finally:
         keras.config.set_dtype_policy(previous)
-    float32_run = pretrain.PretrainingRun(
-        pretrain_config(tmp_path, shards, vocab_file), None, [], [], 50
-    )
-    assert pretrain_model.float32_model(model, float32_run) is model
+    float32 = pretrain_config(tmp_path, shards, vocab_file)
+    assert pretrain_model.float32_model(model, float32, 50) is model
 
 
 def test_compile_masked_lm_without_a_rate_uses_the_size_default():

@@ -20,6 +20,8 @@ from tests.training.conftest import assert_refused
 from tests.training.conftest import pretrain_config
 from tests.training.conftest import pretrain_flags
 from tests.training.conftest import run_script
+from tupe_tf.training import PretrainConfig
+from tupe_tf.training import distribution
 from tupe_tf.training import pretrain
 from tupe_tf.training import run_lock
 from tupe_tf.training.pretrain import run_pretraining
@@ -131,18 +133,20 @@ def test_object_stores_are_not_locked(caplog):
 
 
 def test_each_worker_holds_a_lock_of_its_own_name(tmp_path):
-    config = types.SimpleNamespace(model_dir=str(tmp_path))
+    config = PretrainConfig(model_dir=str(tmp_path))
 
-    def strategy(task_id):
-        return types.SimpleNamespace(
+    def run(task_id):
+        strategy = types.SimpleNamespace(
             extended=types.SimpleNamespace(should_checkpoint=task_id == 0),
             cluster_resolver=types.SimpleNamespace(
                 task_type="worker", task_id=task_id
             ),
         )
+        paths = distribution.worker_paths(config, strategy)
+        return types.SimpleNamespace(config=config, paths=paths)
 
-    with pretrain.hold_model_dir(config, strategy(0)) as chief:
-        with pretrain.hold_model_dir(config, strategy(1)) as worker:
+    with pretrain.hold_model_dir(run(0)) as chief:
+        with pretrain.hold_model_dir(run(1)) as worker:
             assert os.path.basename(chief) == "run.lock"
             assert os.path.basename(worker) == ".worker1_run.lock"
     assert os.listdir(tmp_path) == []

@@ -83,3 +83,26 @@ def test_sigint_is_handled_unless_ignored(handled):
         _send_and_wait(signal.SIGINT)
     assert raised.value.signal_number == signal.SIGINT
     assert interrupts.first_received() == signal.SIGINT
+
+
+def test_a_sigterm_during_the_steps_requests_a_stop_instead(handled):
+    requests = []
+    with interrupts.sigterm_requests_stop(requests.append):
+        signal.raise_signal(signal.SIGTERM)
+        assert requests == ["SIGTERM"]
+        # A second SIGTERM would end the process at once.
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    # A preemption notice is no interruption: the run saves and ends.
+    assert interrupts.first_received() is None
+
+
+def test_sigint_and_a_sigterm_after_the_steps_interrupt(handled):
+    requests = []
+    with interrupts.sigterm_requests_stop(requests.append):
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            with pytest.raises(interrupts.Interrupted):
+                signal.raise_signal(signal.SIGINT)
+    with pytest.raises(interrupts.Interrupted) as raised:
+        signal.raise_signal(signal.SIGTERM)
+    assert raised.value.signal_number == signal.SIGTERM
+    assert requests == []

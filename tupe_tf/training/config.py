@@ -388,6 +388,12 @@ class PretrainConfig(masking.WholeWordMaskingSettings):
         help="Train without the shards that fail their manifest check or "
         "turn out corrupted while read (logged), instead of stopping.",
     )
+    watch_gce_maintenance: Optional[bool] = setting(
+        None,
+        help="Poll the GCE metadata server for a host maintenance that will "
+        "terminate this VM (one with GPUs or TPUs) and stop as on SIGTERM, "
+        "saving the step under way. Unset: with --strategy=tpu only.",
+    )
     verbose: int = setting(
         1,
         help="Keras progress: 1 bar, 2 one line per epoch, 0 silent.",

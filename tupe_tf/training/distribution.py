@@ -1,11 +1,13 @@
 """`tf.distribute` strategy factory and the checks that go with it."""
 
+import dataclasses
 import json
 import os
 
 import tensorflow as tf
 from absl import logging
 
+from tupe_tf.training.run_lock import LOCK_NAME
 from tupe_tf.utils import fileio
 from tupe_tf.utils.backend import require_tensorflow
 from tupe_tf.utils.errors import UserError
@@ -212,6 +214,42 @@ def worker_dir(path, strategy):
     path = fileio.absolute_path(path)
     return os.path.join(
         os.path.dirname(path), f".worker{task_id}_" + os.path.basename(path)
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerPaths:
+    """Where one worker of a pre-training run writes (`worker_paths`).
+
+    Attributes:
+        checkpoint_dir: its checkpoints.
+        preset_dir: its preset.
+        lock_name: its lock file in `--model_dir` (`run_lock.hold`).
+    """
+
+    checkpoint_dir: str
+    preset_dir: str
+    lock_name: str
+
+
+def worker_paths(config, strategy):
+    """This worker's `WorkerPaths`: the run's own on the chief; on worker
+    `i`, scratch siblings named `.worker<i>_<name>` (`worker_dir`), which
+    it removes once the run is complete, and a lock of its own.
+
+    Args:
+        config: a `PretrainConfig`.
+        strategy: the run's `tf.distribute.Strategy`.
+
+    Example:
+    >>> worker_paths(config, strategy).checkpoint_dir  # doctest: +SKIP
+    '/home/me/runs/tiny/.worker1_checkpoints'
+    """
+    lock = worker_dir(os.path.join(config.model_dir, LOCK_NAME), strategy)
+    return WorkerPaths(
+        checkpoint_dir=worker_dir(config.checkpoint_dir, strategy),
+        preset_dir=worker_dir(config.preset_dir, strategy),
+        lock_name=os.path.basename(lock),
     )
 
 

@@ -24,6 +24,8 @@ Example:
 
 >>> source = read_source("runs/phase1/model/preset")  # doctest: +SKIP
 >>> check_fit(source, config.model)  # doctest: +SKIP
+>>> vocabulary = vocab.load_vocabulary(config.vocab_file)  # doctest: +SKIP
+>>> check_vocabulary(source, vocabulary)  # doctest: +SKIP
 >>> record = initialize(model, source)  # doctest: +SKIP
 """
 
@@ -33,6 +35,7 @@ from typing import Optional
 
 import keras_hub
 
+from data_pipeline import vocab
 from tupe_tf.models.bert_weights import load_bert_weights
 from tupe_tf.models.context_extension import copy_weights
 from tupe_tf.models.position_encodings import POSITION_ENCODING_TABLE
@@ -212,42 +215,47 @@ def check_fit(source, model_config):
         )
 
 
-def check_vocabulary(source, vocab_file, vocabulary_size):
+def check_vocabulary(source, vocabulary):
     """Refuses a `--vocab_file` other than the preset's vocabulary: another
     size, or (where the preset holds its tokenizer's vocabulary) other
     tokens.
+
+    Args:
+        source: an `InitSource`.
+        vocabulary: the run's `data_pipeline.vocab.Vocabulary`.
 
     Raises:
         UserError: naming both.
     """
     preset_size = source.backbone.get("vocabulary_size")
+    vocab_flag = f"--vocab_file={vocabulary.path!r}"
     advice = (
         "Pass the vocabulary the preset was trained with, and shards built "
         "with it."
     )
-    if preset_size != vocabulary_size:
+    if preset_size != vocabulary.size:
         _refuse(
             source,
             "vocabulary_size",
             preset_size,
-            f"--vocab_file={vocab_file!r}",
-            vocabulary_size,
+            vocab_flag,
+            vocabulary.size,
             advice,
         )
     asset = os.path.join(source.path, VOCABULARY_ASSET)
-    if os.path.isfile(asset) and _tokens(asset) != _tokens(vocab_file):
+    if os.path.isfile(asset) and _tokens(source, asset) != vocabulary.tokens:
         raise UserError(
-            f"{source.flag()}: --vocab_file={vocab_file!r} holds other tokens "
-            f"than the preset's vocabulary ({asset}), though as many. "
-            f"{advice}"
+            f"{source.flag()}: {vocab_flag} holds other tokens than the "
+            f"preset's vocabulary ({asset}), though as many. {advice}"
         )
 
 
-def _tokens(path):
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path) as f:
-        return [line.rstrip("\n") for line in f if line.rstrip("\n")]
+def _tokens(source, asset):
+    """The tokens of the preset's vocabulary file `asset`."""
+    try:
+        return vocab.load_vocabulary(asset).tokens
+    except UserError as error:
+        raise UserError(f"{source.flag()}: {error}") from error
 
 
 def initialize(model, source):

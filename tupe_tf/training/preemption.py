@@ -1,21 +1,23 @@
-"""Preemption: SIGTERM saves the step the run is at, then the run exits.
+"""Preemption: a notice saves the step the run is at, then the run exits.
 
-A spot or preemptible VM gets SIGTERM some seconds before it goes (a GCE
-VM also announces a host maintenance that will terminate it in its
-metadata). While the training steps run, `StopRequests` turns either into
-a request to stop instead of ending the process: the step under way
-finishes, every worker agrees on the step (`DistributedTrainingLoop`
-all-reduces the request with the step's logs; `fit` runs in one process),
-the checkpoint of that step is saved and the run ends with
-`PreemptedError` (exit code 75 in the scripts). A rerun of the same
-command resumes from that checkpoint and loses no step.
+A spot or preemptible VM gets SIGTERM some seconds before it goes; a GCE
+VM with GPUs or TPUs also announces, in its metadata, a host maintenance
+that will terminate it. While the training steps run, `StopRequests`
+turns either into a request to stop instead of ending the process: the
+step under way finishes, every worker agrees on the step
+(`DistributedTrainingLoop` all-reduces the request with the step's logs;
+`fit` runs in one process), the checkpoint of that step is saved and the
+run ends with `PreemptedError` (exit code 75 in the scripts). A rerun of
+the same command resumes from that checkpoint and loses no step.
 
-The first SIGTERM also gives SIGTERM its default action back, so that a
-second one ends the process at once, whatever it is doing (even inside
-the save, a TensorFlow op that Python signal handlers wait for): the save
+What SIGTERM means when is `tupe_tf.utils.interrupts`' one policy: a
+second SIGTERM ends the process at once, even inside the save, which
 writes `ckpt-<N>_temp` and names it in the `checkpoint` index only when
 complete, so the previous checkpoint stays the latest, and the next run
 removes the temporary (`pretrain_model.remove_temporary_checkpoints`).
+The metadata server is polled only where such a notice can come
+(`watches_gce`): elsewhere the poll would be a network request of every
+run for nothing.
 
 `tf.distribute.experimental.PreemptionCheckpointHandler` (TF 2.21) cannot
 serve the multi-worker loop: on a GCE CPU VM it does nothing; its SIGTERM
@@ -27,20 +29,22 @@ that worker's scratch copy, not the chief's checkpoints the run resumed
 from.
 
 Example:
->>> requests = StopRequests()
+>>> requests = StopRequests(watch_gce=watches_gce(config, strategy))
 >>> with requests:  # doctest: +SKIP
 ...     model.fit(data, callbacks=[StopOnRequest(requests, saver)])
 """
 
+import contextlib
 import os
-import signal
 import threading
 import urllib.request
 
 import keras
+import tensorflow as tf
 from absl import logging
 
 from tupe_tf.training.callbacks import global_step
+from tupe_tf.utils import interrupts
 from tupe_tf.utils.errors import RunStopped
 
 # EX_TEMPFAIL of sysexits.h, "a temporary failure; the user is invited to
@@ -63,6 +67,25 @@ class PreemptedError(RunStopped):
     exit_code = PREEMPTED_EXIT_CODE
 
 
+def watches_gce(config, strategy):
+    """Whether the run polls the GCE metadata server for a host
+    maintenance event: as `--watch_gce_maintenance` says; unset, where the
+    strategy's cluster resolver is a Cloud TPU's or GCE's, the places
+    where such a notice is known to come.
+
+    Args:
+        config: the run's `PretrainConfig`.
+        strategy: its `tf.distribute.Strategy`.
+    """
+    if config.watch_gce_maintenance is not None:
+        return config.watch_gce_maintenance
+    resolvers = tf.distribute.cluster_resolver
+    return isinstance(
+        getattr(strategy, "cluster_resolver", None),
+        (resolvers.TPUClusterResolver, resolvers.GCEClusterResolver),
+    )
+
+
 def _gce_announces_termination():
     """Whether the GCE metadata server announces a host maintenance that
     terminates this VM; raises `OSError` off GCE."""
@@ -74,8 +97,9 @@ def _gce_announces_termination():
 
 
 class StopRequests:
-    """While entered, SIGTERM (and a GCE maintenance event) requests a stop
-    instead of ending the run; `reason` says which, once one arrived.
+    """While entered, SIGTERM (`interrupts.sigterm_requests_stop`) and,
+    when watched, a GCE maintenance event request a stop instead of ending
+    the run; `reason` says which, once one arrived.
 
     Under `MultiWorkerMirroredStrategy` the training loop reports whether
     any worker asked (`agree`), so that every worker stops after the same
@@ -83,39 +107,27 @@ class StopRequests:
 
     Args:
         watch_gce: also poll the GCE metadata server (in a daemon thread,
-            which gives up at once off GCE).
+            which gives up at once off GCE); `watches_gce` decides.
     """
 
-    def __init__(self, watch_gce=True):
+    def __init__(self, watch_gce=False):
         self.reason = None
         self.agreed = None
         self._watch_gce = watch_gce
-        self._previous_handler = None
+        self._signals = contextlib.ExitStack()
         self._done = threading.Event()
 
     def __enter__(self):
-        # Python signal handlers can only be set from the main thread; a
-        # run started in another thread keeps the process's SIGTERM action.
-        if threading.current_thread() is threading.main_thread():
-            handler = signal.getsignal(signal.SIGTERM)
-            if handler is not signal.SIG_IGN:
-                self._previous_handler = handler
-                signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._signals.enter_context(
+            interrupts.sigterm_requests_stop(self.request)
+        )
         if self._watch_gce:
             threading.Thread(target=self._poll_gce, daemon=True).start()
         return self
 
     def __exit__(self, *exc_info):
         self._done.set()
-        if self._previous_handler is not None and self.reason is None:
-            signal.signal(signal.SIGTERM, self._previous_handler)
-        self._previous_handler = None
-
-    def _on_sigterm(self, signal_number, frame):
-        del signal_number, frame
-        # A second SIGTERM ends the process at once (module docstring).
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        self.request("SIGTERM")
+        self._signals.close()
 
     def _poll_gce(self):
         on_gce = False

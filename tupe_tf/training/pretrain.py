@@ -17,10 +17,12 @@ import math
 import os
 import time
 from typing import Optional
+from typing import Sequence
 
 import keras
 import tensorflow as tf
 
+from data_pipeline import vocab
 from tupe_tf.models.tupe_tokenizer import TupeTokenizer
 from tupe_tf.training import distribution
 from tupe_tf.training import init_from
@@ -67,6 +69,10 @@ def validate_settings(config, strategy=None):
     scheme TensorFlow cannot write (`fileio.check_scheme`) is refused
     first, before the default data's `--work_dir` is created.
 
+    Returns:
+        The `--init_from` preset, read and checked
+        (`init_from.InitSource`), or `None`.
+
     Raises:
         UserError: naming the offending flag.
     """
@@ -85,10 +91,10 @@ def validate_settings(config, strategy=None):
             "(--max_sequence_length). Lower --seq_length or raise "
             "--max_sequence_length."
         )
+    source = None
     if config.init_from:
-        init_from.check_fit(
-            init_from.read_source(config.init_from), config.model
-        )
+        source = init_from.read_source(config.init_from)
+        init_from.check_fit(source, config.model)
     if strategy is not None:
         distribution.micro_batch_size(
             config.global_batch_size,
@@ -98,6 +104,7 @@ def validate_settings(config, strategy=None):
     if not config.train_files:
         fileio.make_writable_directory(config.work_dir, "--work_dir")
     fileio.make_writable_directory(config.model_dir, "--model_dir")
+    return source
 
 
 def _fit_segments(step, total, every):
@@ -123,25 +130,30 @@ def _fit_segments(step, total, every):
     return segments
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class PretrainingRun:
-    """What the steps of `run_pretraining` share, fixed by `prepare_run`.
+    """A prepared run: what the steps of `run_pretraining` share, each
+    read and checked once, by `start_run` (the settings) and `add_data`
+    (the data); `prepare_run` does both.
 
-    Args:
-        config: the `PretrainConfig`, data files resolved.
+    Attributes:
+        config: the `PretrainConfig`; once `add_data` ran, its default
+            data resolved and its learning rate set.
         strategy: the `tf.distribute.Strategy`.
-        train_files, eval_files: the expanded shard paths.
-        vocabulary_size: tokens in `config.vocab_file`.
+        paths: where this worker writes (`distribution.WorkerPaths`).
         init_source: the checked `--init_from` preset
             (`init_from.InitSource`), or `None`.
+        vocabulary: the run's `data_pipeline.vocab.Vocabulary`.
+        train_files, eval_files: the expanded, checked shard paths.
     """
 
     config: PretrainConfig
     strategy: tf.distribute.Strategy
-    train_files: list
-    eval_files: list
-    vocabulary_size: int
+    paths: distribution.WorkerPaths
     init_source: Optional[init_from.InitSource] = None
+    vocabulary: Optional[vocab.Vocabulary] = None
+    train_files: Sequence[str] = ()
+    eval_files: Sequence[str] = ()
 
     @property
     def chief(self):
@@ -158,9 +170,15 @@ class PretrainingRun:
         replicas = self.strategy.num_replicas_in_sync
         return self.config.global_batch_size // replicas
 
+    @property
+    def vocabulary_size(self):
+        return self.vocabulary.size
+
 
 def start_run(config):
-    """Step "strategy": the strategy, once the flags alone are checked.
+    """Step "strategy": the strategy, the flags checked
+    (`validate_settings`, which reads `--init_from`) and this worker's
+    paths: a `PretrainingRun` without its data yet.
 
     Raises:
         UserError: naming the bad flag; nothing built or written.
@@ -174,45 +192,57 @@ def start_run(config):
         num_cpu_devices=runtime.num_cpu_devices,
     )
     # Everything the flags alone decide is refused before data are built.
-    validate_settings(config, strategy)
-    return strategy
+    source = validate_settings(config, strategy)
+    return PretrainingRun(
+        config=config,
+        strategy=strategy,
+        paths=distribution.worker_paths(config, strategy),
+        init_source=source,
+    )
 
 
-def hold_model_dir(config, strategy):
+def hold_model_dir(run):
     """The lock of `--model_dir` (`run_lock.hold`) for this worker: the
     chief's `run.lock`, each other worker's own `.worker<i>_run.lock`
     (every worker writes there: the others their scratch checkpoints)."""
-    lock = distribution.worker_dir(
-        os.path.join(config.model_dir, run_lock.LOCK_NAME), strategy
-    )
-    return run_lock.hold(config.model_dir, os.path.basename(lock))
+    return run_lock.hold(run.config.model_dir, run.paths.lock_name)
 
 
-def prepare_run(config, strategy=None):
-    """Steps "data" and "validate" (and "strategy" unless `strategy` is
-    given): a checked `PretrainingRun`.
+def add_data(run):
+    """Steps "data" and "validate": `run` with its data built or reused,
+    the vocabulary read and the shards checked once
+    (`pretrain_data.prepare_data`), the `--init_from` preset's vocabulary
+    checked against it and the learning rate resolved.
 
     Raises:
         UserError: naming the bad flag or file; nothing trained.
     """
-    if strategy is None:
-        strategy = start_run(config)
-    config = pretrain_data.prepare_data(config)
-    config = pretrain_model.resolve_learning_rate(config)
-    expand = pretrain_data.expand_patterns
-    vocabulary_size = pretrain_data.vocabulary_size(config.vocab_file)
-    source = None
-    if config.init_from:
-        source = init_from.read_source(config.init_from)
-        init_from.check_vocabulary(source, config.vocab_file, vocabulary_size)
-    return PretrainingRun(
-        config=config,
-        strategy=strategy,
-        train_files=expand(config.train_files, "--train_files"),
-        eval_files=expand(config.eval_files, "--eval_files"),
-        vocabulary_size=vocabulary_size,
-        init_source=source,
+    data = pretrain_data.prepare_data(run.config)
+    if run.init_source is not None:
+        init_from.check_vocabulary(run.init_source, data.vocabulary)
+    return dataclasses.replace(
+        run,
+        config=pretrain_model.resolve_learning_rate(data.config),
+        vocabulary=data.vocabulary,
+        train_files=data.train_files,
+        eval_files=data.eval_files,
     )
+
+
+def prepare_run(config):
+    """Every step before the model: `start_run`, then `add_data`.
+
+    Returns:
+        A `PretrainingRun`.
+
+    Raises:
+        UserError: naming the bad flag or file; nothing trained.
+
+    Example:
+    >>> run = prepare_run(PretrainConfig(num_train_steps=100))
+    >>> run.vocabulary.size, run.train_files
+    """
+    return add_data(start_run(config))
 
 
 def eval_interval_epochs(config):
@@ -245,7 +275,8 @@ def train(run, model, manager, start_step, train_data, eval_data):
     during the steps saves the step the run is at and raises
     `preemption.PreemptedError`.
     """
-    with preemption.StopRequests() as stop_requests:
+    watch_gce = preemption.watches_gce(run.config, run.strategy)
+    with preemption.StopRequests(watch_gce) as stop_requests:
         return _train(
             run,
             model,
@@ -363,11 +394,12 @@ def publish(run, model, manager, start, outcome, eval_results):
     from and where the run's weights came from (`run_record`'s start).
     """
     config = run.config
-    preset_dir = distribution.worker_dir(config.preset_dir, run.strategy)
+    preset_dir = run.paths.preset_dir
+    tokens = list(run.vocabulary.tokens)
     pretrain_model.save_preset_atomically(
-        pretrain_model.float32_model(model, run),
+        pretrain_model.float32_model(model, config, run.vocabulary_size),
         preset_dir,
-        lambda: TupeTokenizer(vocabulary=config.vocab_file, lowercase=True),
+        lambda: TupeTokenizer(vocabulary=tokens, lowercase=True),
         config.seq_length,
     )
     if not run.chief:
@@ -403,12 +435,16 @@ def publish(run, model, manager, start, outcome, eval_results):
 def run_pretraining(config: PretrainConfig):
     """Pre-trains (or resumes pre-training of) a TUPE masked LM.
 
-    The named steps: `start_run` (strategy, the flags checked), the lock
-    of `model_dir` (`run_lock`: a second run into it is refused),
-    `prepare_run` (default data from the embedded Wikipedia sample when no
-    `train_files` are given, validation of every input), `pretrain_model.build_and_restore` (model, latest checkpoint in `<model_dir>/checkpoints`: weights,
-    optimizer state, step; the data stream skips the batches already seen; without one, a new run from `--init_from`'s weights when given, `init_from.py`),
-    `train` (to `num_train_steps`, checkpointing every `save_every` steps),
+    The named steps: `start_run` (the strategy, the flags and the
+    `--init_from` preset checked, this worker's paths), the lock of
+    `model_dir` (`run_lock`: a second run into it is refused), `add_data`
+    (default data from the embedded Wikipedia sample when no `train_files`
+    are given; the vocabulary and the shards checked),
+    `pretrain_model.build_and_restore` (model, latest checkpoint in
+    `<model_dir>/checkpoints`: weights, optimizer state, step; the data
+    stream skips the batches already seen; without one, a new run from
+    `--init_from`'s weights when given, `init_from.py`), `train` (to
+    `num_train_steps`, checkpointing every `save_every` steps),
     `evaluate` (on `eval_files`) and `publish` (a float32 preset in
     `<model_dir>/preset` and `results.json`).
 
@@ -432,9 +468,9 @@ def run_pretraining(config: PretrainConfig):
             full; names the checkpoint a rerun resumes from.
         NonFiniteLossError: the loss became NaN/Inf (the last good checkpoint
             is kept).
-        preemption.PreemptedError: SIGTERM (or a GCE maintenance event)
-            during the training steps; the checkpoint of the step the run
-            was at is saved first (every worker agrees on the step).
+        preemption.PreemptedError: SIGTERM (or a watched GCE maintenance
+            event) during the training steps; the checkpoint of the step the
+            run was at is saved first (every worker agrees on the step).
         multi_worker.WorkerLostError: another worker died or stopped
             answering (`multi_worker.HEARTBEAT_TIMEOUT_SECONDS`).
 
@@ -445,10 +481,10 @@ def run_pretraining(config: PretrainConfig):
     >>> result.results["eval"]["loss"]
     """
     require_tensorflow("Pre-training with run_pretraining")
-    strategy = start_run(config)
+    run = start_run(config)
     try:
-        with hold_model_dir(config, strategy):
-            return _pretrain(prepare_run(config, strategy))
+        with hold_model_dir(run):
+            return _pretrain(add_data(run))
     except Exception as error:
         if config.runtime.strategy == "multi_worker_mirrored" and (
             multi_worker.is_lost_worker(error)
@@ -474,9 +510,7 @@ def _pretrain(run):
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(run.config.runtime.mixed_precision)
     try:
-        pretrain_model.remove_temporary_checkpoints(
-            distribution.worker_dir(run.config.checkpoint_dir, run.strategy)
-        )
+        pretrain_model.remove_temporary_checkpoints(run.paths.checkpoint_dir)
         model, manager, start_step, start = pretrain_model.build_and_restore(
             run
         )

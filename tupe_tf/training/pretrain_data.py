@@ -1,9 +1,9 @@
 """The data of a pre-training run: default data, input checks, datasets.
 
 Steps "data" and "validate" of `tupe_tf.training.pretrain.run_pretraining`
-(the vocabulary and shard checks, before anything is built) and the
-`tf.data` input of step "train", including the refusal of a shard that
-turns out damaged while it is read.
+(the vocabulary read and checked once, the shards checked, before anything
+is built) and the `tf.data` input of step "train", including the refusal
+of a shard that turns out damaged while it is read.
 """
 
 import dataclasses
@@ -15,6 +15,7 @@ from data_pipeline import masking
 from data_pipeline import reader
 from data_pipeline import shard_verification
 from data_pipeline import vocab
+from tupe_tf.training.config import PretrainConfig
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
 
@@ -27,43 +28,71 @@ def expand_patterns(patterns, flag):
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class RunData:
+    """The checked data of a run.
+
+    Attributes:
+        config: the `PretrainConfig`, its default data resolved.
+        vocabulary: its `data_pipeline.vocab.Vocabulary`.
+        train_files, eval_files: the expanded shard paths.
+    """
+
+    config: PretrainConfig
+    vocabulary: vocab.Vocabulary
+    train_files: list
+    eval_files: list
+
+
 def prepare_data(config):
-    """Steps "data" and "validate" for the data: `config` with its data
-    resolved (`resolve_default_data`), the vocabulary and the shards
-    checked once each.
+    """Steps "data" and "validate" for the data: the default data built
+    or reused (`resolve_default_data`) without `--train_files`, then
+    `check_data`. A given `--vocab_file` is read and checked before the
+    default data is built, and once.
+
+    Returns:
+        A `RunData`.
 
     Raises:
         UserError: naming the flag and the file.
     """
     if config.train_files:
-        check_data(config)
-        return config
-    config = resolve_default_data(config)
-    check_shards(config)
-    return config
+        return check_data(config)
+    vocabulary = read_vocabulary(config) if config.vocab_file else None
+    return check_data(resolve_default_data(config), vocabulary)
 
 
-def check_data(config):
+def check_data(config, vocabulary=None):
     """Refuses a vocabulary or shards a `PretrainConfig` cannot train on:
-    `check_vocabulary_file`, then `check_shards`.
+    `read_vocabulary` (unless `vocabulary` is the one read already), then
+    the shards against it (`check_shards`).
+
+    Returns:
+        A `RunData`.
 
     Raises:
         UserError: naming the flag and the file.
+
+    Example:
+    >>> data = check_data(config)  # doctest: +SKIP
+    >>> data.vocabulary.size, data.train_files  # doctest: +SKIP
     """
-    check_vocabulary_file(config.vocab_file, config.whole_word_masking)
-    check_shards(config)
+    if vocabulary is None:
+        vocabulary = read_vocabulary(config)
+    train_files = expand_patterns(config.train_files, "--train_files")
+    eval_files = expand_patterns(config.eval_files, "--eval_files")
+    check_shards(config, vocabulary, train_files, eval_files)
+    return RunData(config, vocabulary, train_files, eval_files)
 
 
-def check_shards(config):
-    """Refuses `--train_files` and `--eval_files` that do not match their
-    manifests, the vocabulary and `--seq_length`
+def check_shards(config, vocabulary, train_files, eval_files):
+    """Refuses `--train_files` and `--eval_files` (expanded) that do not
+    match their manifests, `vocabulary` and `--seq_length`
     (`data_pipeline.shard_verification.check_training_shards`).
 
     Raises:
         UserError: naming the flag and the file.
     """
-    train_files = expand_patterns(config.train_files, "--train_files")
-    eval_files = expand_patterns(config.eval_files, "--eval_files")
     if not train_files:
         raise UserError("--train_files is empty.")
     checked = [(train_files, "--train_files")]
@@ -73,15 +102,21 @@ def check_shards(config):
         shard_verification.check_training_shards(
             files,
             flag,
-            config.vocab_file,
+            vocabulary,
             config.seq_length,
             skip_bad_shards=config.skip_bad_shards,
         )
 
 
-def check_vocabulary_file(vocab_file, whole_word_masking=False):
-    """Refuses a `--vocab_file` that is missing or not a vocabulary, or,
-    with `--whole_word_masking`, has no `##` pieces."""
+def read_vocabulary(config):
+    """The run's `--vocab_file`, read by `vocab.load_vocabulary`; refused
+    when missing or not a vocabulary, or, with `--whole_word_masking`,
+    without `##` pieces.
+
+    Raises:
+        UserError: naming `--vocab_file`.
+    """
+    vocab_file = config.vocab_file
     if not vocab_file or not tf.io.gfile.exists(vocab_file):
         raise UserError(f"--vocab_file={vocab_file!r} does not exist.")
     try:
@@ -93,29 +128,21 @@ def check_vocabulary_file(vocab_file, whole_word_masking=False):
             f"{reason} Pass the vocabulary the shards were built with "
             "(scripts/build_vocab.py writes one)."
         ) from error
-    if whole_word_masking:
+    if config.whole_word_masking:
         masking.continuation_table(vocabulary)
-
-
-def vocabulary_size(vocab_file):
-    """The number of tokens (non-empty lines) of `vocab_file`."""
-    with tf.io.gfile.GFile(vocab_file) as f:
-        return sum(1 for line in f if line.rstrip("\n"))
+    return vocabulary
 
 
 def resolve_default_data(config):
     """Step "data": without `train_files`, the embedded-corpus default data.
 
-    Returns `config` itself when it names its shards, else (a given
-    `--vocab_file` checked first) a copy whose
+    Returns `config` itself when it names its shards, else a copy whose
     `train_files`, `eval_files` and `vocab_file` are the default data built
     (or reused) under `config.work_dir`: with the shards tokenized by
     `--vocab_file` when it is given, else with a vocabulary learned there.
     """
     if config.train_files:
         return config
-    if config.vocab_file:
-        check_vocabulary_file(config.vocab_file, config.whole_word_masking)
     data = default_data.prepare_default_data(
         config.work_dir,
         seq_length=config.seq_length,
@@ -130,16 +157,23 @@ def resolve_default_data(config):
 
 
 def make_dataset(
-    config, files, batch_size, is_training, skip_batches=0, input_context=None
+    config,
+    files,
+    batch_size,
+    is_training,
+    skip_batches=0,
+    input_context=None,
+    vocabulary=None,
 ):
     """The MLM dataset; training data repeats and starts `skip_batches` in.
 
     Evaluation data is one deterministic pass, repeated and cut to
     `config.eval_steps` batches so every worker runs the same number of steps.
+    `vocabulary`: the run's, read already; `None` reads `config.vocab_file`.
     """
     dataset = reader.pretraining_dataset(
         files,
-        config.vocab_file,
+        vocabulary or config.vocab_file,
         config.seq_length,
         batch_size,
         max_predictions_per_seq=config.max_predictions_per_seq,
@@ -176,7 +210,12 @@ def make_input_fns(run):
     def data(files, is_training, skip=0):
         if not run.multi_worker:
             return make_dataset(
-                config, files, config.global_batch_size, is_training, skip
+                config,
+                files,
+                config.global_batch_size,
+                is_training,
+                skip,
+                vocabulary=run.vocabulary,
             )
         return strategy.distribute_datasets_from_function(
             lambda ctx: make_dataset(
@@ -186,6 +225,7 @@ def make_input_fns(run):
                 is_training,
                 skip * (ctx.num_replicas_in_sync // ctx.num_input_pipelines),
                 input_context=ctx,
+                vocabulary=run.vocabulary,
             )
         )
 

@@ -126,7 +126,7 @@ def build_and_restore(run):
     checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     manager = tf.train.CheckpointManager(
         checkpoint,
-        distribution.worker_dir(config.checkpoint_dir, strategy),
+        run.paths.checkpoint_dir,
         max_to_keep=config.keep_checkpoints,
     )
     # The chief's directory holds the real checkpoints on every worker.
@@ -215,14 +215,14 @@ def remove_temporary_checkpoints(directory):
             tf.io.gfile.remove(path)
 
 
-def float32_model(model, run):
+def float32_model(model, config, vocabulary_size):
     """`model` itself under float32, else a float32 copy of its weights
     (the preset is float32, whatever the training policy was)."""
-    if run.config.runtime.mixed_precision == "float32":
+    if config.runtime.mixed_precision == "float32":
         return model
     keras.config.set_dtype_policy("float32")
-    copy = build_masked_lm(run.config, run.vocabulary_size)
-    copy(dummy_batch(run.config), training=False)
+    copy = build_masked_lm(config, vocabulary_size)
+    copy(dummy_batch(config), training=False)
     copy.set_weights(model.get_weights())
     return copy
 
