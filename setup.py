@@ -77,8 +77,10 @@ setup(
         "jax": ["jax>=0.7,<0.11"],
         # Reading the TUPE authors' fairseq checkpoints
         # (scripts/convert_fairseq_checkpoint.py); torch's CPU build
-        # suffices (the README's install line).
-        "convert": ["torch>=2.1"],
+        # suffices (the README's install line). 2.6: torch.load's
+        # weights-only safe globals under a given name (stand-ins for
+        # fairseq's classes).
+        "convert": ["torch>=2.6"],
         # ONNX Runtime and LiteRT exports (scripts/export.py --format=onnx,
         # litert): Keras converts through tf2onnx and TensorFlow's LiteRT
         # converter; the runtimes run and check the files.

@@ -11,6 +11,8 @@ these tests do not).
 
 import json
 import os
+import pickle
+import shutil
 import sys
 import zipfile
 
@@ -132,27 +134,58 @@ def test_dictionary_holding_mask_and_bad_lines(tmp_path):
 
 
 class _Payload:
-    """Pickles as a call that would create `marker` if it ran."""
+    """Pickles as the call `function(*args)` (that would create a marker
+    file if it ran)."""
 
-    def __init__(self, marker):
-        self.marker = marker
+    def __init__(self, function, *args):
+        self.call = (function, args)
 
     def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
+        return self.call
 
 
-def test_nothing_pickled_is_run(tmp_path):
+@pytest.mark.parametrize("zip_file", [True, False], ids=["zip", "legacy"])
+def test_nothing_pickled_is_run(tmp_path, zip_file):
     marker = tmp_path / "ran"
     path = tmp_path / "payload.pt"
-    torch.save({"args": _Payload(marker), "w": torch.ones(2)}, path)
+    copy = _Payload(shutil.copyfile, __file__, str(marker))
+    torch.save(
+        {"args": copy, "w": torch.ones(2)},
+        path,
+        _use_new_zipfile_serialization=zip_file,
+    )
     state, stubbed = torch_pickle.load_torch_file(str(path))
     assert not marker.exists()
     assert isinstance(state["args"], torch_pickle.Stub)
-    assert state["args"].args == (f"touch {marker}",)
-    assert stubbed == [f"{os.system.__module__}.system"]
+    assert state["args"].args == (__file__, str(marker))
+    assert stubbed == ["shutil.copyfile"]
     np.testing.assert_array_equal(state["w"].numpy(), [1.0, 1.0])
     with pytest.raises(TypeError, match="not pickled again"):
         torch.save(state, tmp_path / "again.pt")
+
+
+def test_a_module_torch_blocks_is_refused_and_not_run(tmp_path):
+    """`os` and `sys` get no stand-in: torch refuses the whole file."""
+    marker = tmp_path / "ran"
+    path = tmp_path / "payload.pt"
+    torch.save({"args": _Payload(os.system, f"touch {marker}")}, path)
+    with pytest.raises(pickle.UnpicklingError, match="blocked"):
+        torch_pickle.load_torch_file(str(path))
+    assert not marker.exists()
+    output = tmp_path / "out"
+    with pytest.raises(UserError, match="cannot be read"):
+        convert_fairseq_checkpoint(str(path), DICTIONARY, str(output))
+    assert not marker.exists() and not output.exists()
+
+
+def test_the_reader_lists_the_names_of_both_serializations():
+    for case in ("tupe-r_fp32_zip", "tupe-a_fp32_legacy"):
+        names = torch_pickle.pickled_names(checkpoint_path(case))
+        assert {
+            "argparse.Namespace",
+            "collections.OrderedDict",
+            "fairseq.meters.AverageMeter",
+        } <= names
 
 
 def test_missing_torch_names_the_extra(monkeypatch):

@@ -1,49 +1,38 @@
 """Reading a `torch.save` file without running what it names.
 
-A pickle names the callables that rebuild its objects; `torch.load` with
-`weights_only=False` imports and calls them, so a checkpoint could run any
-code, and a fairseq checkpoint names fairseq's classes (its meters), which
-need fairseq installed. This reader lets through only what rebuilds tensors
-(torch's own rebuild functions, sizes and dtypes; torch itself maps the
-storages), `collections.OrderedDict`, `argparse.Namespace` and a few plain
-builtins. Every other name becomes an inert `Stub` that keeps the pickled
-arguments and state as data: nothing of it is imported or called.
+A pickle names the callables that rebuild its objects, and a fairseq
+checkpoint names fairseq's classes (its meters, in `extra_state`), which
+need fairseq. `torch.load(weights_only=True)` rebuilds only what torch
+allows (tensors, storages, containers, plain values) and refuses any other
+name. This reader lets two kinds more through, for that one load
+(`torch.serialization.safe_globals`): `argparse.Namespace` (fairseq's
+`args`, a plain holder of attributes), and for every other name the file
+holds an inert `Stub` class under that name, which keeps the pickled
+arguments and state as data. Nothing of it is imported or called. A file
+naming a module torch blocks (`os`, `sys`) is refused by torch whole.
+
+The names are read from the file's pickle first (`pickletools`), in either
+serialization; torch's own `get_unsafe_globals_in_checkpoint` reads zip
+files only. A name torch rebuilds itself keeps torch's rebuild: its
+allowlist comes before the names added here. Needs torch >= 2.6, whose
+safe globals take a name (`(stand_in, "fairseq.meters.AverageMeter")`).
 """
 
 import argparse
-import collections
-import importlib
-import pickle
-import types
+import io
+import pickletools
+import re
 import zipfile
 
 from tupe_tf.utils import extras
+from tupe_tf.utils.errors import UserError
 
-# Plain containers and values (`_codecs.encode` rebuilds `bytes` in the
-# pickle protocol 2 that torch writes).
-_PLAIN = {
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("argparse", "Namespace"): argparse.Namespace,
-    ("builtins", "set"): set,
-    ("builtins", "frozenset"): frozenset,
-    ("builtins", "bytearray"): bytearray,
-    ("builtins", "complex"): complex,
-    ("builtins", "slice"): slice,
-}
-# What rebuilds a tensor or a parameter from its storage.
-_TORCH_REBUILDERS = {
-    "torch._utils": (
-        "_rebuild_tensor",
-        "_rebuild_tensor_v2",
-        "_rebuild_tensor_v3",
-        "_rebuild_parameter",
-        "_rebuild_parameter_with_state",
-    ),
-    "torch._tensor": ("_rebuild_from_type_v2",),
-    "torch.nn.parameter": ("Parameter",),
-    "torch.serialization": ("_get_layout",),
-    "torch": ("Size", "Tensor", "device"),
-}
+# The first torch whose `safe_globals` take `(object, name)` pairs.
+MIN_TORCH = (2, 6)
+# A legacy file (torch < 1.6, or `_use_new_zipfile_serialization=False`)
+# is pickles one after another: the magic number, the protocol version,
+# the system's sizes, then the saved object (its storages follow).
+_LEGACY_PICKLES = 4
 
 
 class Stub:
@@ -74,55 +63,82 @@ class Stub:
         return f"<stand-in for {self.qualified_name}>"
 
 
-def _torch_global(torch, module, name):
-    """The torch object `module.name` if it is one that rebuilds tensors
-    (or is a dtype), else None."""
-    if name in _TORCH_REBUILDERS.get(module, ()):
-        return getattr(importlib.import_module(module), name, None)
-    if module == "torch" and isinstance(
-        getattr(torch, name, None), torch.dtype
-    ):
-        return getattr(torch, name)
-    return None
+def _stand_in(qualified_name, used):
+    """A `Stub` class for `qualified_name`; making an instance of it adds
+    the name to the set `used`."""
 
+    def __new__(cls, *args, **kwargs):
+        used.add(qualified_name)
+        return Stub.__new__(cls, *args, **kwargs)
 
-def _pickle_module(torch, stubbed):
-    """A module with `Unpickler` and `load`, as `torch.load`'s
-    `pickle_module` argument expects; names of stubbed globals are added to
-    the set `stubbed`."""
-    stub_classes = {}
-
-    class Unpickler(pickle.Unpickler):
-        def find_class(self, module, name):
-            allowed = _PLAIN.get((module, name))
-            if allowed is None:
-                allowed = _torch_global(torch, module, name)
-            if allowed is not None:
-                return allowed
-            qualified = f"{module}.{name}"
-            stubbed.add(qualified)
-            if qualified not in stub_classes:
-                stub_classes[qualified] = type(
-                    name, (Stub,), {"qualified_name": qualified}
-                )
-            return stub_classes[qualified]
-
-    module = types.ModuleType("tupe_tf_restricted_pickle")
-    module.Unpickler = Unpickler
-    module.load = lambda file, **kwargs: Unpickler(file, **kwargs).load()
-    return module
-
-
-def import_torch():
-    """torch, or a `UserError` naming the `convert` extra."""
-    return extras.import_extra(
-        "torch", "convert", "Reading a PyTorch checkpoint"
+    return type(
+        qualified_name.rpartition(".")[2],
+        (Stub,),
+        {"qualified_name": qualified_name, "__new__": __new__},
     )
 
 
+def _names_in_pickles(file, count):
+    """`module.name` of every global the next `count` pickles of `file`
+    name (GLOBAL and INST, the opcodes of the protocols torch writes)."""
+    names = set()
+    for _ in range(count):
+        for opcode, argument, _ in pickletools.genops(file):
+            if opcode.name in ("GLOBAL", "INST"):
+                names.add(argument.replace(" ", "."))
+    return names
+
+
+def pickled_names(path):
+    """The globals a `torch.save` file names, in either serialization.
+
+    Args:
+        path: the file.
+
+    Returns:
+        A set of `module.name` strings.
+
+    Raises:
+        ValueError: a zip file without a `torch.save` pickle; whatever
+            `pickletools` raises for a file that is not a pickle.
+    """
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            records = [
+                name
+                for name in archive.namelist()
+                if re.fullmatch(r"[^/]+/data\.pkl", name)
+            ]
+            if len(records) != 1:
+                raise ValueError(
+                    "a zip file without the one data.pkl of torch.save"
+                )
+            data = io.BytesIO(archive.read(records[0]))
+        return _names_in_pickles(data, 1)
+    with open(path, "rb") as file:
+        return _names_in_pickles(file, _LEGACY_PICKLES)
+
+
+def import_torch():
+    """torch, or a `UserError` naming the `convert` extra (or the version
+    it needs)."""
+    torch = extras.import_extra(
+        "torch", "convert", "Reading a PyTorch checkpoint"
+    )
+    version = tuple(int(n) for n in re.findall(r"\d+", torch.__version__)[:2])
+    if version < MIN_TORCH:
+        raise UserError(
+            "Reading a PyTorch checkpoint needs torch >= "
+            f"{'.'.join(map(str, MIN_TORCH))} (torch.load with weights_only "
+            f"and named safe globals); this is torch {torch.__version__}. "
+            "Install tupe-tf[convert] (the README's line)."
+        )
+    return torch
+
+
 def load_torch_file(path):
-    """The object a `torch.save` file holds, read with the restricted
-    unpickler, every tensor on the CPU.
+    """The object a `torch.save` file holds, read with
+    `torch.load(weights_only=True)` and stand-ins, every tensor on the CPU.
 
     Reads both serializations: the zip one (torch >= 1.6) and the legacy
     one (`_use_new_zipfile_serialization=False`, torch < 1.6).
@@ -135,9 +151,10 @@ def load_torch_file(path):
         the globals replaced by `Stub`s.
 
     Raises:
-        UserError: torch is not installed.
-        Exception: whatever torch or pickle raises for a file that is not a
-            `torch.save` file, or is damaged (the caller names the file).
+        UserError: torch is not installed, or older than `MIN_TORCH`.
+        Exception: whatever torch, pickle or `pickletools` raise for a file
+            that is not a `torch.save` file, is damaged, or names a module
+            torch blocks (the caller names the file).
 
     Example:
     ```python
@@ -146,15 +163,21 @@ def load_torch_file(path):
     ```
     """
     torch = import_torch()
-    stubbed = set()
-    state = torch.load(
-        path,
-        map_location="cpu",
-        pickle_module=_pickle_module(torch, stubbed),
-        weights_only=False,
-        # A zip file's storages are mapped, not read: a training
-        # checkpoint's optimizer state (twice the model in float32 and
-        # more) then costs no memory. The legacy format cannot be mapped.
-        mmap=zipfile.is_zipfile(path),
-    )
-    return state, sorted(stubbed)
+    used = set()
+    stand_ins = [
+        (_stand_in(name, used), name)
+        for name in sorted(pickled_names(path))
+        if name != "argparse.Namespace"
+    ]
+    with torch.serialization.safe_globals([argparse.Namespace, *stand_ins]):
+        state = torch.load(
+            path,
+            map_location="cpu",
+            weights_only=True,
+            # A zip file's storages are mapped, not read: a training
+            # checkpoint's optimizer state (twice the model in float32 and
+            # more) then costs no memory. The legacy format cannot be
+            # mapped.
+            mmap=zipfile.is_zipfile(path),
+        )
+    return state, sorted(used)
