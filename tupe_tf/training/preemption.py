@@ -10,14 +10,14 @@ step under way finishes, every worker agrees on the step
 run ends with `PreemptedError` (exit code 75 in the scripts). A rerun of
 the same command resumes from that checkpoint and loses no step.
 
-What SIGTERM means when is `tupe_tf.utils.interrupts`' one policy: a
-second SIGTERM ends the process at once, even inside the save, which
-writes `ckpt-<N>_temp` and names it in the `checkpoint` index only when
-complete, so the previous checkpoint stays the latest, and the next run
-removes the temporary (`pretrain_model.remove_temporary_checkpoints`).
-The metadata server is polled only where such a notice can come
-(`watches_gce`): elsewhere the poll would be a network request of every
-run for nothing.
+What SIGTERM does, and when, is the one policy of
+`tupe_tf.utils.interrupts`: a second SIGTERM ends the process at once,
+even inside the save, which writes `ckpt-<N>_temp` and names it in the
+`checkpoint` index only when complete, so the previous checkpoint stays
+the latest, and the next run removes the temporary
+(`pretrain_model.remove_temporary_checkpoints`). The metadata server is
+polled only where such a notice can come (`watches_gce`): elsewhere the
+poll would be a network request of every run for nothing.
 
 `tf.distribute.experimental.PreemptionCheckpointHandler` (TF 2.21) cannot
 serve the multi-worker loop: on a GCE CPU VM it does nothing; its SIGTERM
