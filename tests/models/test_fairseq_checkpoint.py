@@ -25,7 +25,7 @@ from tests.training.conftest import run_script
 from tupe_tf.convert import fairseq_checkpoint
 from tupe_tf.convert import torch_pickle
 from tupe_tf.convert.convert_checkpoint import convert_fairseq_checkpoint
-from tupe_tf.models.fairseq_dictionary import read_fairseq_dictionary
+from tupe_tf.models.fairseq.fairseq_dictionary import read_fairseq_dictionary
 from tupe_tf.utils.errors import UserError
 
 torch = pytest.importorskip("torch")

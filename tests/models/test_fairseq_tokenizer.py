@@ -19,7 +19,7 @@ import tensorflow as tf
 
 import tupe_tf
 from tests.sizes import encoder_sizes
-from tupe_tf.models.fairseq_glue_text import glue_words
+from tupe_tf.models.fairseq.fairseq_glue_text import glue_words
 from tupe_tf.utils.errors import UserError
 
 FIXTURE = os.path.join(

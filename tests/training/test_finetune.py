@@ -380,7 +380,9 @@ def test_converted_preset_packs_as_their_fine_tuning(
 ):
     import tupe_tf
     from data_pipeline import glue
-    from tupe_tf.models.fairseq_dictionary import read_fairseq_dictionary
+    from tupe_tf.models.fairseq.fairseq_dictionary import (
+        read_fairseq_dictionary,
+    )
     from tupe_tf.training.finetune import preset_preprocessor
 
     preprocessor = preset_preprocessor(converted, 24)

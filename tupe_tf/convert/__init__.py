@@ -5,6 +5,8 @@
 file (with `torch_pickle`: torch's weights-only load, inert stand-ins for
 fairseq's classes; torch is the `convert` extra) and maps its `args` to
 `TupeBackbone` arguments; `tokenizer_assets` gives the preset the
-tokenizer of their pipeline. Layers and models import
-nothing from here.
+tokenizer of their pipeline. What a converted preset needs to load (their
+tokenization, its pair layout, their state dict on a `TupeBackbone`) is
+`tupe_tf.models.fairseq`, without torch; layers and models import nothing
+from here.
 """

@@ -107,7 +107,7 @@ def convert_fairseq_checkpoint(
     backbone = fairseq_checkpoint.backbone_arguments(loaded)
     # Keras and TensorFlow load from here on: a bad checkpoint is refused
     # before.
-    from tupe_tf.models import fairseq_dictionary
+    from tupe_tf.models.fairseq import fairseq_dictionary
 
     symbols = fairseq_dictionary.read_fairseq_dictionary(dictionary)
     _check_dictionary(symbols, dictionary, loaded, backbone)

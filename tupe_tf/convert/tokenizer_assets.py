@@ -20,7 +20,7 @@ def _merged_tokens(codes):
     word's last symbol (`...</w>`) bare, any other with `@@`."""
     # tupe_tf.models loads Keras: the converter refuses a bad checkpoint
     # before (convert_checkpoint imports this module at its top).
-    from tupe_tf.models import fastbpe_codes
+    from tupe_tf.models.fairseq import fastbpe_codes
 
     end = fastbpe_codes.END_OF_WORD
     tokens = []
@@ -37,7 +37,7 @@ def check_codes_match_dictionary(codes, symbols, codes_path, dictionary_path):
     """Refuses BPE codes whose merged tokens the dictionary mostly lacks.
 
     Args:
-        codes: `tupe_tf.models.fastbpe_codes.FastBpeCodes`.
+        codes: `tupe_tf.models.fairseq.fastbpe_codes.FastBpeCodes`.
         symbols: the dictionary's symbols (`read_fairseq_dictionary`).
         codes_path, dictionary_path: the files, for the message.
 

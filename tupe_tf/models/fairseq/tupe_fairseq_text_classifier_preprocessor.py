@@ -3,7 +3,7 @@
 import keras
 from keras_hub.layers import MultiSegmentPacker
 
-from tupe_tf.models.tupe_fairseq_tokenizer import TupeFairseqTokenizer
+from tupe_tf.models.fairseq.tupe_fairseq_tokenizer import TupeFairseqTokenizer
 from tupe_tf.models.tupe_text_classifier_preprocessor import (
     TupeTextClassifierPreprocessor,
 )

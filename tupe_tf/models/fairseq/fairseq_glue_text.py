@@ -7,9 +7,9 @@ their `remove_non_utf8_chars.py`, `precleanup_english.py`, Moses'
 nothing), `sed 's/\\/ /g'`, Moses' `tokenizer.perl -no-escape -l en` and
 `gawk tolower`, then fastBPE. `glue_words` gives the words that reach
 fastBPE. The steps of their scripts are reimplemented here; the Moses ones
-live in `tupe_tf.models.moses_text`. The sed and gawk steps change nothing
-by then: `cleanup.py` already removed every backslash and lowercased with
-Python's `str.lower`, after which glibc's `tolower` changes no character.
+live in `moses_text`. The sed and gawk steps change nothing by then:
+`cleanup.py` already removed every backslash and lowercased with Python's
+`str.lower`, after which glibc's `tolower` changes no character.
 
 Their pipeline reads one example per line: a line break inside a text
 would make two examples there, so here it reads as a space.
@@ -22,7 +22,7 @@ Example:
 import re
 import string
 
-from tupe_tf.models import moses_text
+from tupe_tf.models.fairseq import moses_text
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -8,9 +8,9 @@ import tensorflow as tf
 from keras_hub.tokenizers import Tokenizer
 
 from tupe_tf.layers import keras_hub_internals
-from tupe_tf.models.fairseq_dictionary import read_fairseq_dictionary
-from tupe_tf.models.fairseq_glue_text import glue_words
-from tupe_tf.models.fastbpe_codes import FastBpeCodes
+from tupe_tf.models.fairseq.fairseq_dictionary import read_fairseq_dictionary
+from tupe_tf.models.fairseq.fairseq_glue_text import glue_words
+from tupe_tf.models.fairseq.fastbpe_codes import FastBpeCodes
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
