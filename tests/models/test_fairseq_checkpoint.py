@@ -5,7 +5,7 @@ their own `Trainer.save_checkpoint` (guolinke/TUPE, fairseq 0.8) with their
 meters in `extra_state`: TUPE-R and TUPE-A, float32 and float16, the zip
 and the legacy torch serialization; `outputs.npz` holds their model's
 features and MLM logits on a padded batch and their dictionary's symbols
-(`scripts/make_fairseq_checkpoint_fixture.py`, which needs their code;
+(`tests/fixtures/make_fairseq_checkpoint_fixture.py`, which needs their code;
 these tests do not).
 """
 

@@ -1,8 +1,8 @@
 """The TUPE authors' tokenization against the ids of their own scripts.
 
 tests/fixtures/fairseq_tokenization/ was written by
-scripts/make_fairseq_tokenization_fixture.py, which ran their GLUE pipeline
-(their Python cleanup, perl Moses, compiled fastBPE, their fairseq
+tests/fixtures/make_fairseq_tokenization_fixture.py, which ran their GLUE
+pipeline (their Python cleanup, perl Moses, compiled fastBPE, their fairseq
 Dictionary, Binarizer and sentence-pair datasets) on CoLA and SST-2
 sentences and on adversarial text; these tests need none of those.
 """

@@ -3,7 +3,7 @@
 The fixtures `tests/fixtures/tupe_reference_<variant>.npz` hold the state
 dict, a padded batch, the last-layer features and the MLM logits of a tiny
 model built and run by the authors' code (guolinke/TUPE); they are written
-by `scripts/make_tupe_reference_fixture.py` (needs torch and their code,
+by `tests/fixtures/make_tupe_reference_fixture.py` (needs torch and their code,
 which these tests do not).
 """
 
