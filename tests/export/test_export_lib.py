@@ -100,7 +100,7 @@ def test_preset_of_another_version_is_refused(exports, tmp_path):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"export_format": "onnx"}, "export_format"),
+        ({"export_format": "tflite"}, "export_format"),
         ({"export_format": "serving", "seq_length": 2}, "seq_length"),
         ({"export_format": "serving", "seq_length": 64}, "max_sequence_length"),
         (
@@ -145,7 +145,7 @@ def test_script_names_bad_flags_and_refuses_to_clobber(exports, tmp_path):
     result = _script(
         f"--preset={exports.classifier_preset}",
         f"--export_dir={tmp_path / 'out'}",
-        "--format=onnx",
+        "--format=tflite",
     )
     _assert_one_error_line(result, "--format")
     result = _script(

@@ -10,6 +10,7 @@ from data_pipeline.shard_config import ShardConfig
 from data_pipeline.vocab import VocabConfig
 from tupe_tf.analysis.study_config import CompareConfig
 from tupe_tf.analysis.visualize import VisualizeConfig
+from tupe_tf.export import ExportSettings
 from tupe_tf.training.config import GlueConfig
 from tupe_tf.training.config import PretrainConfig
 from tupe_tf.utils import config_flags
@@ -22,6 +23,7 @@ CONFIGS = (
     GlueConfig,
     CompareConfig,
     VisualizeConfig,
+    ExportSettings,
 )
 
 

@@ -12,6 +12,7 @@ from tupe_tf.export.export_lib import LoadedPreset
 from tupe_tf.export.export_lib import atomic_export_dir
 from tupe_tf.export.export_lib import load_preset
 from tupe_tf.export.export_lib import read_export_metadata
+from tupe_tf.export.export_settings import ExportSettings
 from tupe_tf.export.exporter import FORMATS
 from tupe_tf.export.exporter import export_preset
 from tupe_tf.export.hub_encoder import build_hub_encoder
@@ -25,6 +26,7 @@ from tupe_tf.export.serving import export_serving
 __all__ = [
     "FORMATS",
     "BertTextPacker",
+    "ExportSettings",
     "LoadedPreset",
     "atomic_export_dir",
     "build_hub_encoder",
