@@ -43,6 +43,12 @@ setup(
         "absl-py>=2.1,<3",
         "tensorboard>=2.21,<3",
         "numpy>=1.26,<2.5",
+        # The main job's corpus: scripts/pretrain.py without data flags
+        # (data_pipeline/default_data.py), and build_vocab.py and
+        # build_shards.py without --input, read the English Wikipedia
+        # sample embedded in gensim (data_pipeline/corpus.py). Only that
+        # corpus imports gensim, but the main job needs it: a base
+        # dependency, not an extra.
         "gensim>=4.3,<5",
         # The fast WordPiece learner (also keras-hub requirements).
         "tokenizers>=0.22,<0.24",
