@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tupe_tf.analysis import study_findings
+from tupe_tf.analysis import study_findings_markdown
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_report
 from tupe_tf.analysis import study_stats
@@ -214,7 +214,7 @@ def _short_study_phrases(e):
     assert len(leaving) > 1  # "several variants leave it"
     return [
         f"A study of {steps:,} steps",
-        f"{study_findings.names(variants)} at seed {seed} only) left both on the plateau",
+        f"{study_findings_markdown.names(variants)} at seed {seed} only) left both on the plateau",
         f"at {e.study['num_train_steps']:,} steps several variants leave it",
     ]
 
@@ -363,15 +363,15 @@ def problems(root):
                 )
             ]
         texts[doc] = text
-        present = study_findings.doc_blocks(text, e.config.name)
+        present = study_findings_markdown.doc_blocks(text, e.config.name)
         for name in names:
-            expected = study_findings.rebase_links(
+            expected = study_findings_markdown.rebase_links(
                 blocks[name], e.study_dir, Path(root) / doc
             )
             if present.get(name) != expected:
                 found.append(f"{doc}: block {name!r} differs from the records")
         findings_md = e.study_dir / "findings.md"
-        if findings_md.read_text() != study_findings.render(
+        if findings_md.read_text() != study_findings_markdown.render(
             e.config.name, blocks
         ):
             found.append(f"{findings_md} differs from the records")
@@ -388,7 +388,9 @@ def problems(root):
         if _flat(phrase) not in flat:
             found.append(f"docs/results.md does not say {phrase!r}")
     for doc, text in texts.items():
-        for block in study_findings.doc_blocks(text, e.config.name).values():
+        for block in study_findings_markdown.doc_blocks(
+            text, e.config.name
+        ).values():
             text = text.replace(block, " ")
         # Headings (section numbers) are not claims.
         prose = _flat(re.sub(r"^#.*$", " ", text, flags=re.M))

@@ -19,7 +19,9 @@ The study is split by step; this module is its public entry:
   they must share;
 - `study_report`: markdown tables, findings and figures (`report`);
 - `study_summary`, `study_findings`: the spreads over seeds the tables
-  and the findings are written from, and the findings in words;
+  and the findings are written from, and the findings in words (of
+  fine-tuning and extension: `study_findings_tuning`; their wording and
+  the documents' blocks: `study_findings_markdown`);
 - `study_extension`: the context extension runs and their table;
 - `study_data`, `study_stats`, `study_figures`: the held-out split, the
   seed statistics and the figures.

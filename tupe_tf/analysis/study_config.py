@@ -45,6 +45,11 @@ CONTROL_ENCODING = "bert"
 # absolute baseline, TUPE's relative variant and DIET's two.
 CORE_VARIANTS = ("bert", "tupe-r", "diet-abs", "diet-rel")
 REFERENCE = "bert"
+# The variant without any position: the findings compare the others'
+# curves with its curve at the same seed (until their positions matter),
+# and their extension gaps with its gap, what packing the held-out text
+# longer costs a model that cannot use positions.
+NO_POSITIONS = "nope"
 
 
 def study_variants():
@@ -225,8 +230,8 @@ class CompareConfig(Settings):
     findings_docs: Sequence[str] = setting(
         (),
         help="Markdown files whose findings blocks of this study (between "
-        "the markers of tupe_tf/analysis/study_findings.py) the report "
-        "rewrites from the records (the project's: README.md, "
+        "the markers of tupe_tf/analysis/study_findings_markdown.py) the "
+        "report rewrites from the records (the project's: README.md, "
         "docs/results.md).",
         element_type=str,
     )

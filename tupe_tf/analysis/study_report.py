@@ -17,6 +17,8 @@ from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_figures
 from tupe_tf.analysis import study_findings
+from tupe_tf.analysis import study_findings_markdown
+from tupe_tf.analysis import study_findings_tuning
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
@@ -51,7 +53,7 @@ def report(config):
     blocks = findings(config, records)
     # Every file the report rewrites is checked before any is written.
     docs = {
-        path: study_findings.updated_doc(
+        path: study_findings_markdown.updated_doc(
             path, config.name, blocks, config.study_results_dir
         )
         for path in config.findings_docs
@@ -148,7 +150,7 @@ def write_findings(config, records, blocks):
     directory = config.study_results_dir
     study_records.write_text(
         os.path.join(directory, "findings.md"),
-        study_findings.render(config.name, blocks),
+        study_findings_markdown.render(config.name, blocks),
     )
     selections = render_glue_selections(config, finetune, order)
     if selections:
@@ -160,7 +162,9 @@ def write_findings(config, records, blocks):
 def render_glue_selections(config, finetune, order):
     """The GLUE tables under the other selections on record ('' if none)."""
     sections = []
-    for title, view in study_findings.other_glue_selections(config, finetune):
+    for title, view in study_findings_tuning.other_glue_selections(
+        config, finetune
+    ):
         tables = [
             _glue_table(view, task, rows)
             for task, rows in study_summary.glue_summary(
