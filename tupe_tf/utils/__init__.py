@@ -7,5 +7,6 @@ without importing one another (importing any of them still runs
 (`errors`), the scripts' runner (`cli`), settings of config dataclasses
 and their checks (`settings`), the backbone's option table
 (`backbone_options`), flags from config dataclasses (`config_flags`),
-atomic file output (`fileio`) and markdown tables (`markdown`).
+atomic file output (`fileio`; its URL side, through `tf.io.gfile`:
+`url_files`) and markdown tables (`markdown`).
 """

@@ -31,6 +31,23 @@ class UserError(ValueError):
     exit_code = USER_ERROR_EXIT_CODE
 
 
+# The refusals of paths, raised by `fileio` and `url_files` (and importable
+# from `fileio` as `fileio.OutputError` and so on).
+class NoMatchingFileError(UserError, FileNotFoundError):
+    """A file or pattern names no existing file (also a
+    `FileNotFoundError`)."""
+
+
+class OutputExistsError(UserError, FileExistsError):
+    """An output that exists and is replaced only when asked to (also a
+    `FileExistsError`)."""
+
+
+class OutputError(UserError, OSError):
+    """An output path that cannot be created or written; the message names
+    it and the flag."""
+
+
 class RunStopped(Exception):
     """A training run that stopped before its end for a reason outside the
     user's input (preemption, a lost worker), its checkpoints kept so that

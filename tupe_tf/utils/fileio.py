@@ -6,9 +6,12 @@ expansion, and sha256 hashing. Standard library only, so that importing it
 (as `scripts/build_shards.py` does at start-up) never pulls in TensorFlow.
 
 A URL (`gs://bucket/run`, any scheme `tf.io.gfile` serves: `is_url`) is
-written through `tf.io.gfile`, imported only then; local paths keep the
-local file system's calls (`os.replace`, `os.rename`, `fsync`), whose
-atomicity a remote file system does not offer (`atomic_files`).
+written into a local temporary, then published through `tf.io.gfile`,
+imported only then (`url_files`, which also holds `is_url`,
+`absolute_path`, `exists`, `remove_tree` and `check_scheme`, importable
+from here as before); local paths keep the local file system's calls
+(`os.replace`, `os.rename`, `fsync`), whose atomicity a remote file
+system does not offer (`atomic_files`).
 """
 
 import contextlib
@@ -22,79 +25,22 @@ import shutil
 import tempfile
 
 from tupe_tf.utils import interrupts
+from tupe_tf.utils.errors import NoMatchingFileError
+from tupe_tf.utils.errors import OutputError
+from tupe_tf.utils.errors import OutputExistsError
 from tupe_tf.utils.errors import UserError
+from tupe_tf.utils.url_files import TMP_SUFFIX
+from tupe_tf.utils.url_files import absolute_path
+from tupe_tf.utils.url_files import check_scheme
+from tupe_tf.utils.url_files import exists
+from tupe_tf.utils.url_files import gfile_errors
+from tupe_tf.utils.url_files import is_url
+from tupe_tf.utils.url_files import open_text
+from tupe_tf.utils.url_files import publish_url
+from tupe_tf.utils.url_files import remote_write_probe
+from tupe_tf.utils.url_files import remove_tree as remove_tree
 
 _GLOB_CHARS = "*?["
-_TMP_SUFFIX = ".tmp"
-
-
-class NoMatchingFileError(UserError, FileNotFoundError):
-    """A file or pattern names no existing file (also a
-    `FileNotFoundError`)."""
-
-
-class OutputExistsError(UserError, FileExistsError):
-    """An output that exists and is replaced only when asked to (also a
-    `FileExistsError`)."""
-
-
-def is_url(path):
-    """Whether `path` is a URL (`gs://bucket/x`, `ram://x`): a path that
-    `tf.io.gfile` writes, not the local file system's calls.
-
-    Example:
-    >>> is_url("gs://bucket/run"), is_url("runs/default")
-    (True, False)
-    """
-    return "://" in os.fspath(path)
-
-
-def absolute_path(path):
-    """`os.path.abspath(path)`; a URL as it is (`abspath` would make
-    `gs://b/x` the local `<cwd>/gs:/b/x`).
-
-    Example:
-    >>> absolute_path("gs://bucket/run")
-    'gs://bucket/run'
-    """
-    path = os.fspath(path)
-    return path if is_url(path) else os.path.abspath(path)
-
-
-def _gfile():
-    """`tf.io.gfile`, imported only for URLs (importing this module must
-    not load TensorFlow)."""
-    import tensorflow as tf
-
-    return tf.io.gfile
-
-
-def _gfile_errors(path):
-    """The exceptions `tf.io.gfile` raises for `path`: none for a local
-    path (its calls raise `OSError`)."""
-    if not is_url(path):
-        return ()
-    import tensorflow as tf
-
-    return (tf.errors.OpError,)
-
-
-def exists(path):
-    """Whether the file or directory `path` (a URL too) exists."""
-    if is_url(path):
-        return _gfile().exists(os.fspath(path))
-    return os.path.exists(path)
-
-
-def remove_tree(path):
-    """Removes the directory `path` (a URL too) with its content, if it
-    exists; errors are ignored, as in `shutil.rmtree(ignore_errors=True)`.
-    """
-    if not is_url(path):
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    with contextlib.suppress(*_gfile_errors(path)):
-        _gfile().rmtree(os.fspath(path))
 
 
 def sha256_hex(data):
@@ -180,12 +126,12 @@ def atomic_files(paths):
     URLs (`is_url`, all of `paths` or none) get local temporary files in
     the system's temporary directory, so that the body writes them as
     any file; on success each is uploaded to a hidden sibling of its URL
-    and renamed over it with `tf.io.gfile` (`_publish_url`). Each file
-    then appears whole as far as the file system's rename is atomic: on
-    GCS a rename is a copy and a delete, and an object is replaced whole
-    (a reader sees the old or the new one), so each file is, though not
-    all of them at one instant; a run killed while publishing can leave
-    a hidden `.<name>.<random>.tmp` beside them.
+    and renamed over it with `tf.io.gfile` (`url_files.publish_url`).
+    Each file then appears whole as far as the file system's rename is
+    atomic: on GCS a rename is a copy and a delete, and an object is
+    replaced whole (a reader sees the old or the new one), so each file
+    is, though not all of them at one instant; a run killed while
+    publishing can leave a hidden `.<name>.<random>.tmp` beside them.
 
     Args:
         paths: the final file paths, or URLs.
@@ -211,7 +157,7 @@ def atomic_files(paths):
                 temporaries,
                 directory,
                 "." + os.path.basename(path) + ".",
-                _TMP_SUFFIX,
+                TMP_SUFFIX,
                 _new_file,
             )
         yield list(temporaries)
@@ -228,7 +174,7 @@ def atomic_files(paths):
 @contextlib.contextmanager
 def _atomic_url_files(urls):
     """`atomic_files` for URLs: local temporaries, published by
-    `_publish_url` when the body succeeds."""
+    `url_files.publish_url` when the body succeeds."""
     with work_directory(tempfile.gettempdir(), ".upload-") as local_dir:
         # An index keeps two URLs of the same name apart.
         temporaries = [
@@ -240,100 +186,7 @@ def _atomic_url_files(urls):
         yield list(temporaries)
         interrupts.raise_if_interrupted()
         for tmp_path, url in zip(temporaries, urls):
-            _publish_url(tmp_path, url)
-
-
-def _upload(gfile, local_path, url):
-    """Copies the file or directory tree `local_path` to `url`."""
-    if not os.path.isdir(local_path):
-        gfile.copy(local_path, url, overwrite=True)
-        return
-    gfile.makedirs(url)
-    for name in os.listdir(local_path):
-        _upload(gfile, os.path.join(local_path, name), f"{url}/{name}")
-
-
-def _publish_url(local_path, url):
-    """Uploads the file or directory `local_path` to a hidden sibling of
-    `url`, then renames it to `url` with `tf.io.gfile`.
-
-    The upload, the slow part, happens before `url` is touched. A file is
-    renamed over `url`; an existing directory is moved aside first and
-    removed once the new one is in place (moved back if that fails), as
-    `atomic_directory` does locally, but file by file (`_move_tree`). How
-    atomic each rename is, is the file system's: on GCS a rename copies
-    and deletes an object, so a file is replaced whole but a directory
-    one file after another.
-    """
-    gfile = _gfile()
-    parent, name = url.rstrip("/").rsplit("/", 1)
-    token = secrets.token_hex(8)
-    directory = os.path.isdir(local_path)
-    staged = f"{parent}/.{name}." + (
-        f"tmp-{token}" if directory else f"{token}{_TMP_SUFFIX}"
-    )
-    try:
-        gfile.makedirs(parent)
-        _upload(gfile, local_path, staged)
-        if directory:
-            _replace_tree(gfile, staged, url, f"{parent}/.{name}.old-{token}")
-        else:
-            gfile.rename(staged, url, overwrite=True)
-    except BaseException:
-        with contextlib.suppress(*_gfile_errors(url)):
-            if gfile.exists(staged):
-                _remove_url(gfile, staged)
-        raise
-
-
-def _replace_tree(gfile, staged, url, aside):
-    """Moves the directory `staged` to `url`, an existing `url` moved to
-    `aside` first and removed after (moved back if the move fails)."""
-    moved = gfile.exists(url)
-    if moved:
-        _move_tree(gfile, url, aside)
-    try:
-        _move_tree(gfile, staged, url)
-    except BaseException:
-        if moved:
-            if gfile.exists(url):
-                _remove_url(gfile, url)
-            _move_tree(gfile, aside, url)
-        raise
-    if moved:
-        # As `shutil.rmtree(ignore_errors=True)` locally: the new directory
-        # is in place, a leftover is no reason to fail.
-        with contextlib.suppress(*_gfile_errors(url)):
-            _remove_url(gfile, aside)
-
-
-def _move_tree(gfile, source, target):
-    """Renames each file under the directory `source` to its place under
-    `target`, then removes `source`.
-
-    File by file, because renaming a directory is not portable: GCS
-    renames each object itself, `ram://` moves the directory's own entry
-    and leaves its files behind.
-    """
-    source = source.rstrip("/")
-    for directory, _, files in gfile.walk(source):
-        # Listings may end a directory with "/" (GCS): no "//" in names.
-        directory = directory.rstrip("/")
-        relative = directory[len(source) :].strip("/")
-        into = f"{target}/{relative}" if relative else target
-        gfile.makedirs(into)
-        for name in files:
-            target_file = f"{into}/{name}"
-            gfile.rename(f"{directory}/{name}", target_file, overwrite=True)
-    gfile.rmtree(source)
-
-
-def _remove_url(gfile, url):
-    """Removes the file or directory `url`."""
-    if gfile.isdir(url):
-        gfile.rmtree(url)
-    else:
-        gfile.remove(url)
+            publish_url(tmp_path, url)
 
 
 @contextlib.contextmanager
@@ -395,13 +248,6 @@ def write_json_atomically(path, obj, indent=2, sort_keys=False, default=None):
     write_text_atomically(path, text + "\n")
 
 
-def _open_text(path):
-    """`path` (a URL too) opened to read UTF-8 text."""
-    if is_url(path):
-        return _gfile().GFile(path, "r")
-    return open(path, encoding="utf-8")  # noqa: SIM115
-
-
 def read_json(path, advice):
     """The JSON document in `path`, or a `UserError` naming the file.
 
@@ -412,9 +258,9 @@ def read_json(path, advice):
     """
     path = os.fspath(path)
     try:
-        with _open_text(path) as f:
+        with open_text(path) as f:
             return json.load(f)
-    except (OSError, ValueError, *_gfile_errors(path)) as error:
+    except (OSError, ValueError, *gfile_errors(path)) as error:
         raise UserError(f"{path} cannot be read ({error}): {advice}") from error
 
 
@@ -433,12 +279,13 @@ def atomic_directory(path, overwrite=False, what="Directory"):
     temporary directory, so that local writers such as keras-hub's
     `save_to_preset` work), uploaded on success to a hidden sibling
     `.<name>.tmp-<random>` and renamed to `path` with `tf.io.gfile`, an
-    existing `path` moved aside first as locally (`_publish_url`). No
-    half-written upload is ever at `path`, but the renames are only as
-    atomic as the file system's: on GCS a directory is renamed object by
-    object (each a copy and a delete), so a reader, or a run killed,
-    during the renames can find part of the new directory at `path`
-    (the old one then complete at `.<name>.old-<random>`).
+    existing `path` moved aside first as locally
+    (`url_files.publish_url`). No half-written upload is ever at `path`,
+    but the renames are only as atomic as the file system's: on GCS a
+    directory is renamed object by object (each a copy and a delete), so
+    a reader, or a run killed, during the renames can find part of the
+    new directory at `path` (the old one then complete at
+    `.<name>.old-<random>`).
 
     Args:
         path: the final directory, or a URL.
@@ -498,16 +345,11 @@ def atomic_directory(path, overwrite=False, what="Directory"):
 @contextlib.contextmanager
 def _atomic_url_directory(url):
     """`atomic_directory` for a URL, once `overwrite` is checked: a local
-    temporary directory, published by `_publish_url` on success."""
+    temporary directory, published by `url_files.publish_url` on success."""
     with work_directory(tempfile.gettempdir(), ".upload-") as local_dir:
         yield local_dir
         interrupts.raise_if_interrupted()
-        _publish_url(local_dir, url)
-
-
-class OutputError(UserError, OSError):
-    """An output path that cannot be created or written; the message names
-    it and the flag."""
+        publish_url(local_dir, url)
 
 
 def _missing_directories(directory):
@@ -520,37 +362,6 @@ def _missing_directories(directory):
             break
         directory = parent
     return missing
-
-
-def check_scheme(path, flag):
-    """Refuses a URL whose scheme `tf.io.gfile` has no file system for
-    (`foo://x`; `s3://` without a plugin), naming `flag`, before anything
-    is written; a local path passes (TensorFlow is imported only for a
-    URL).
-
-    Raises:
-        OutputError: `<flag>='<url>': TensorFlow has no file system for
-            <scheme>:// ...`, listing the schemes it has.
-
-    Example:
-    >>> check_scheme("foo://bucket/run", "--model_dir")  # doctest: +SKIP
-    OutputError: --model_dir='foo://bucket/run': TensorFlow has no file ...
-    """
-    path = os.fspath(path)
-    if not is_url(path):
-        return
-    import tensorflow as tf
-
-    scheme = path.split("://", 1)[0]
-    served = tf.io.gfile.get_registered_schemes()
-    if scheme in served:
-        return
-    urls = ", ".join(f"{s}://" for s in sorted(served) if s not in ("", "file"))
-    raise OutputError(
-        f"{flag}={path!r}: TensorFlow has no file system for {scheme}:// "
-        f"here (it has local paths and {urls}). Pass a local directory or a "
-        "URL of one of those."
-    )
 
 
 @contextlib.contextmanager
@@ -584,7 +395,7 @@ def made_directory(path, flag, keep=True):
     try:
         try:
             if remote:
-                _remote_write_probe(path)
+                remote_write_probe(path)
             else:
                 os.makedirs(path, exist_ok=True)
                 _write_probe(path)
@@ -621,21 +432,6 @@ def _write_probe(directory):
             _remove_quietly(probe)
 
 
-def _remote_write_probe(directory):
-    """`_write_probe` through `tf.io.gfile`, creating `directory` first, for
-    a remote path (`gs://...`); `OSError` if it fails."""
-    import tensorflow as tf  # Only remote paths need it.
-
-    probe = f"{directory.rstrip('/')}/.write-test-{secrets.token_hex(8)}"
-    try:
-        tf.io.gfile.makedirs(directory)
-        with tf.io.gfile.GFile(probe, "w") as f:
-            f.write("ok")
-        tf.io.gfile.remove(probe)
-    except tf.errors.OpError as error:
-        raise OSError(error.message) from error
-
-
 def make_writable_directory(directory, flag):
     """`made_directory`, kept: an output flag's directory checked before a
     run.
@@ -650,7 +446,7 @@ def make_writable_directory(directory, flag):
 def is_hidden_temporary(name):
     """Whether `name` is a hidden temporary of `atomic_files` (left behind
     by a process that was killed)."""
-    return name.startswith(".") and name.endswith(_TMP_SUFFIX)
+    return name.startswith(".") and name.endswith(TMP_SUFFIX)
 
 
 def split_patterns(patterns):
