@@ -33,6 +33,7 @@ LONGEST_MODULES = (
     "tests/training/test_preemption.py",
     "tests/export/test_rope_alibi_exports.py",
     "tests/analysis/test_compare.py",
+    "tests/models/test_backbone_compilation.py",
     "tests/models/test_tupe_backbone.py",
     # With the other modules of the `exports` fixture (below).
     "tests/export/test_export_lib.py",
