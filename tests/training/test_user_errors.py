@@ -174,6 +174,42 @@ def test_bad_vocabulary_and_shard_files_are_named(tmp_path, shards, vocab_file):
         pretrain.prepare_run(config)
 
 
+@pytest.mark.large
+@pytest.mark.parametrize(
+    "case", ["missing vocab_file", "missing train_files", "default data"]
+)
+def test_refused_input_leaves_no_model_dir(tmp_path, vocab_file, case):
+    # Two missing levels, to see that the parent created goes too.
+    runs = tmp_path / "runs"
+    model_dir = runs / "model"
+    missing_vocab = str(tmp_path / "none" / "vocab.txt")
+    missing_shards = str(tmp_path / "none" / "*.tfrecord")
+    flags, message = {
+        "missing vocab_file": (
+            [
+                f"--train_files={missing_shards}",
+                f"--vocab_file={missing_vocab}",
+            ],
+            f"--vocab_file={missing_vocab!r} does not exist.",
+        ),
+        "missing train_files": (
+            [f"--train_files={missing_shards}", f"--vocab_file={vocab_file}"],
+            f"--train_files: pattern {missing_shards!r} matches no file.",
+        ),
+        # Without --train_files: the default data's --work_dir (holding
+        # the default --model_dir) is not created either.
+        "default data": (
+            [f"--work_dir={runs}", f"--vocab_file={missing_vocab}"],
+            f"--vocab_file={missing_vocab!r} does not exist.",
+        ),
+    }[case]
+    if case != "default data":
+        flags.append(f"--model_dir={model_dir}")
+    assert_refused(run_script(PRETRAIN_SCRIPT, flags), message)
+    assert not runs.exists()
+    assert os.listdir(tmp_path) == []
+
+
 def test_unwritable_work_dir_is_refused_before_building_data(tmp_path):
     from tupe_tf.training import PretrainConfig
 

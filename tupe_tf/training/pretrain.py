@@ -12,6 +12,7 @@ This module holds the run's steps and the training loop;
 `pretrain_model` the model, its checkpoints and its preset.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -65,9 +66,10 @@ def validate_settings(config, strategy=None):
     is built: each setting's range and choices, the lengths,
     the `--init_from` preset against the model flags, the batch against the
     strategy's replicas, a writable `--model_dir`
-    (and `--work_dir` for the default data). A `--model_dir` URL of a
-    scheme TensorFlow cannot write (`fileio.check_scheme`) is refused
-    first, before the default data's `--work_dir` is created.
+    (and `--work_dir` for the default data), checked without keeping them
+    (`hold_model_dir` creates `--model_dir`, the default data's build its
+    `--work_dir`). A `--model_dir` URL of a scheme TensorFlow cannot write
+    (`fileio.check_scheme`) is refused first.
 
     Returns:
         The `--init_from` preset, read and checked
@@ -101,9 +103,14 @@ def validate_settings(config, strategy=None):
             strategy,
             config.gradient_accumulation_steps,
         )
+    outputs = [(config.model_dir, "--model_dir")]
     if not config.train_files:
-        fileio.make_writable_directory(config.work_dir, "--work_dir")
-    fileio.make_writable_directory(config.model_dir, "--model_dir")
+        outputs.insert(0, (config.work_dir, "--work_dir"))
+    for directory, flag in outputs:
+        # Created, written and removed again: a refusal of the data that
+        # comes after leaves no directory behind.
+        with fileio.made_directory(directory, flag, keep=False):
+            pass
     return source
 
 
@@ -201,11 +208,21 @@ def start_run(config):
     )
 
 
+@contextlib.contextmanager
 def hold_model_dir(run):
-    """The lock of `--model_dir` (`run_lock.hold`) for this worker: the
-    chief's `run.lock`, each other worker's own `.worker<i>_run.lock`
-    (every worker writes there: the others their scratch checkpoints)."""
-    return run_lock.hold(run.config.model_dir, run.paths.lock_name)
+    """`--model_dir`, created when missing (`fileio.made_directory`), and
+    its lock (`run_lock.hold`) for this worker: the chief's `run.lock`,
+    each other worker's own `.worker<i>_run.lock` (every worker writes
+    there: the others their scratch checkpoints).
+
+    The directories it created are removed again when the `with` body
+    fails while they are empty (the lock is released first), so that a
+    run refused for its data (`add_data`) leaves no `--model_dir` behind.
+    """
+    model_dir = run.config.model_dir
+    with fileio.made_directory(model_dir, "--model_dir"):
+        with run_lock.hold(model_dir, run.paths.lock_name) as lock:
+            yield lock
 
 
 def add_data(run):
@@ -437,9 +454,10 @@ def run_pretraining(config: PretrainConfig):
 
     The named steps: `start_run` (the strategy, the flags and the
     `--init_from` preset checked, this worker's paths), the lock of
-    `model_dir` (`run_lock`: a second run into it is refused), `add_data`
-    (default data from the embedded Wikipedia sample when no `train_files`
-    are given; the vocabulary and the shards checked),
+    `model_dir` (`hold_model_dir`, which creates it: a second run into it
+    is refused), `add_data` (default data from the embedded Wikipedia
+    sample when no `train_files` are given; the vocabulary and the shards
+    checked; refused, the run leaves no `model_dir` it created),
     `pretrain_model.build_and_restore` (model, latest checkpoint in
     `<model_dir>/checkpoints`: weights, optimizer state, step; the data
     stream skips the batches already seen; without one, a new run from
