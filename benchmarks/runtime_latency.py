@@ -13,11 +13,15 @@ many threads as the machine has cores, as TensorFlow does.
 Example:
   python benchmarks/runtime_latency.py --rounds=9 \
       --output=benchmarks/results/runtime_latency_small_9rounds.json
+  python benchmarks/runtime_latency.py \
+      --table_from=benchmarks/results/runtime_latency_small_9rounds.json
   python benchmarks/runtime_latency.py --rounds=9 --num_layers=12 \
       --hidden_dim=768 --num_heads=12 --intermediate_dim=3072 --repeats=1 \
       --output=benchmarks/results/runtime_latency_base_9rounds.json
 """
 
+import dataclasses
+import json
 import os
 import statistics
 import tempfile
@@ -48,6 +52,11 @@ _ENCODINGS = flags.DEFINE_list(
     "Encodings to export and time.",
 )
 _OUTPUT = flags.DEFINE_string("output", "", "Raw JSON file to write.")
+_TABLE_FROM = flags.DEFINE_string(
+    "table_from",
+    "",
+    "Print the table of a raw file that --output wrote; measure nothing.",
+)
 
 RUNTIMES = ("saved_model", "onnx", "litert")
 _FORMAT = {"saved_model": "hub_encoder", "onnx": "onnx", "litert": "litert"}
@@ -140,35 +149,47 @@ def _latency_case(call, inputs, repeats):
     return unit
 
 
-def _report(samples, sizes):
+def table(raw):
+    """The Markdown table of a raw file's dict (`--output`'s JSON).
+
+    Samples are `{batch: {"<encoding> <runtime>": [[wall, cpu], ...]}}`
+    (one pair per round); the table is what `--table_from` prints again
+    and docs/benchmarks.md holds verbatim (tests/utils/test_benchmark_tables.py).
+    """
+    encodings = raw["flags"]["position_encodings"]
     rows = []
-    for encoding in _ENCODINGS.value:
+    for encoding in encodings:
         for runtime in RUNTIMES:
             name = f"{encoding} {runtime}"
-            row = [name, f"{sizes[name]:.1f}"]
-            for per_model in samples.values():
-                summary = harness.summarize(
-                    per_model[name], per_model[f"{encoding} saved_model"]
-                )
+            row = [name, f"{raw['file_mb'][name]:.1f}"]
+            for per_model in raw["samples"].values():
+                timings = [harness.Timing(*t) for t in per_model[name]]
+                reference = [
+                    harness.Timing(*t)
+                    for t in per_model[f"{encoding} saved_model"]
+                ]
+                summary = harness.summarize(timings, reference)
                 milliseconds = summary.wall.map(lambda t: t * 1e3)
                 row.append(
                     f"{milliseconds.format('.1f', median_only=True)} ms, "
                     + summary.wall_ratio.format(".2f")
                 )
             rows.append(row)
-    harness.print_table(
-        f"Latency per call, median over {FLAGS.rounds} rounds; ratio to the "
-        f"SavedModel of the same encoding [min, max]; {describe_dims()}",
+    return harness.markdown_table(
         ["encoding, runtime", "file MB"]
-        + [f"batch {b}: ms, ratio" for b in samples],
+        + [f"batch {b}: ms, ratio [min, max]" for b in raw["samples"]],
         rows,
-        align=[None] + ["right"] * (len(samples) + 1),
+        align=[None] + ["right"] * (len(raw["samples"]) + 1),
     )
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if _TABLE_FROM.value:
+        with open(_TABLE_FROM.value) as raw_file:
+            print(table(json.load(raw_file)))
+        return
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # tf.saved_model.save's INFO lines
@@ -188,8 +209,22 @@ def main(argv):
                 for name, call in calls.items()
             }
             samples[batch_size] = harness.run_rounds(cases, FLAGS.rounds)
-    _report(samples, sizes)
     harness.write_json(_OUTPUT.value, samples, file_mb=sizes)
+    raw = json.loads(
+        json.dumps(
+            {
+                "samples": samples,
+                "file_mb": sizes,
+                "flags": harness.benchmark_flags(),
+            },
+            default=dataclasses.astuple,
+        )
+    )
+    print(
+        f"\nLatency per call, median over {FLAGS.rounds} rounds; ratio to "
+        f"the SavedModel of the same encoding; {describe_dims()}\n"
+    )
+    print(table(raw))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
-"""docs/benchmarks.md: every table names its command and a raw file that exists.
+"""docs/benchmarks.md: every table names its command and a raw file that exists,
+and the tables a benchmark regenerates from its raw file are those files'.
 
 A table's own text is what stands between it and the previous heading or
 table: it must hold a `Command:` and a path under `benchmarks/results/`, and
 every such path anywhere in the page must exist in the repository.
 """
 
+import json
 import os
 import re
+import subprocess
+import sys
+
+import pytest
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,3 +75,47 @@ def test_a_table_without_command_or_raw_file_is_caught(tmp_path):
         "Bare: a table without a raw file",
         "benchmarks/results/b.json does not exist",
     ]
+
+
+# Benchmarks whose docs table is regenerated from each raw file by
+# `--table_from`: the page must hold it verbatim.
+REGENERATED = {"runtime_latency.py": "runtime_latency_"}
+
+
+def regenerated_table(script, raw_path):
+    run = subprocess.run(
+        [sys.executable, script, f"--table_from={raw_path}"],
+        cwd=os.path.join(REPO, "benchmarks"),
+        env=dict(os.environ, PYTHONPATH=REPO),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return run.stdout.strip()
+
+
+@pytest.mark.large
+def test_regenerated_tables_are_on_the_page_and_follow_their_raw_file(
+    tmp_path,
+):
+    with open(PAGE) as f:
+        text = f.read()
+    results = os.path.join(REPO, "benchmarks", "results")
+    for script, prefix in REGENERATED.items():
+        raw_files = sorted(
+            name for name in os.listdir(results) if name.startswith(prefix)
+        )
+        assert raw_files, prefix
+        for name in raw_files:
+            path = os.path.join(results, name)
+            assert regenerated_table(script, path) in text, name
+        # A perturbed raw file gives another table.
+        with open(os.path.join(results, raw_files[0])) as f:
+            raw = json.load(f)
+        first_batch = next(iter(raw["samples"].values()))
+        first_case = next(iter(first_batch.values()))
+        first_case[0][0] *= 3
+        first_case[-1][0] *= 3
+        perturbed = tmp_path / raw_files[0]
+        perturbed.write_text(json.dumps(raw))
+        assert regenerated_table(script, str(perturbed)) not in text
