@@ -20,7 +20,6 @@ Example:
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,14 +36,7 @@ from model_dims import describe_dims  # noqa: E402
 
 FLAGS = harness.define_round_flags(rounds=9)
 define_model_dims("small", seq_length=128)
-_BATCH_SIZES = flags.DEFINE_list(
-    "batch_sizes", ["1", "32"], "Batch sizes to time."
-)
-_REPEATS = flags.DEFINE_integer(
-    "repeats",
-    5,
-    "Timed calls per model, batch size and round (batch 1 uses 4x).",
-)
+_BATCH_SIZES, _REPEATS = harness.define_latency_flags(repeats=5)
 _WARMUP = flags.DEFINE_integer("warmup", 3, "Untimed calls per model first.")
 _ENCODINGS = flags.DEFINE_list(
     "position_encodings",
@@ -59,11 +51,6 @@ _BASELINE_TREE = flags.DEFINE_string(
 )
 flags.register_validator(
     "repeats", lambda v: v >= 3, message="--repeats must be >= 3."
-)
-flags.register_validator(
-    "batch_sizes",
-    lambda v: all(s.isdigit() and int(s) > 0 for s in v),
-    message="--batch_sizes takes positive integers.",
 )
 
 
@@ -143,16 +130,9 @@ def _latency_case(model, inputs, repeats):
     def call():
         return model.serve(inputs)["sequence_output"].numpy()
 
-    def unit():
-        timings = [harness.time_steps(call, 1) for _ in range(repeats)]
-        return harness.Timing(
-            statistics.median(t.wall for t in timings),
-            statistics.median(t.cpu for t in timings),
-        )
-
     for _ in range(_WARMUP.value):
         call()
-    return unit
+    return harness.median_of_calls(call, repeats)
 
 
 def _time_batch_size(models, batch_size):

@@ -76,6 +76,42 @@ class Timing:
         return Timing(self.wall / steps, self.cpu / steps)
 
 
+def define_latency_flags(repeats):
+    """`--batch_sizes` and `--repeats` of the inference-latency benchmarks.
+
+    Returns:
+        The two flag holders, `(batch_sizes, repeats)`.
+    """
+    batch_sizes = flags.DEFINE_list(
+        "batch_sizes", ["1", "32"], "Batch sizes to time."
+    )
+    flags.register_validator(
+        "batch_sizes",
+        lambda v: all(s.isdigit() and int(s) > 0 for s in v),
+        message="--batch_sizes takes positive integers.",
+    )
+    repeats = flags.DEFINE_integer(
+        "repeats",
+        repeats,
+        "Timed calls per model, batch size and round (batch 1 uses 4x).",
+        lower_bound=1,
+    )
+    return batch_sizes, repeats
+
+
+def median_of_calls(call, repeats):
+    """A timed unit: the median wall and CPU time of `repeats` calls."""
+
+    def unit():
+        timings = [time_steps(call, 1) for _ in range(repeats)]
+        return Timing(
+            statistics.median(t.wall for t in timings),
+            statistics.median(t.cpu for t in timings),
+        )
+
+    return unit
+
+
 def time_steps(step, steps, finish=None):
     """Runs `step()` `steps` times in this process; its per-step `Timing`.
 

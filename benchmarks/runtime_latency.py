@@ -23,7 +23,6 @@ Example:
 import dataclasses
 import json
 import os
-import statistics
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -37,15 +36,7 @@ from model_dims import describe_dims  # noqa: E402
 
 FLAGS = harness.define_round_flags(rounds=9)
 define_model_dims("small", seq_length=128)
-_BATCH_SIZES = flags.DEFINE_list(
-    "batch_sizes", ["1", "32"], "Batch sizes to time."
-)
-_REPEATS = flags.DEFINE_integer(
-    "repeats",
-    3,
-    "Timed calls per model, batch size and round (batch 1 uses 4x).",
-    lower_bound=1,
-)
+_BATCH_SIZES, _REPEATS = harness.define_latency_flags(repeats=3)
 _ENCODINGS = flags.DEFINE_list(
     "position_encodings",
     ["bert", "tupe-r", "alibi", "rope"],
@@ -136,17 +127,7 @@ def _inputs(batch_size):
 
 def _latency_case(call, inputs, repeats):
     call(inputs)  # Warm-up: the first call allocates.
-
-    def unit():
-        timings = [
-            harness.time_steps(lambda: call(inputs), 1) for _ in range(repeats)
-        ]
-        return harness.Timing(
-            statistics.median(t.wall for t in timings),
-            statistics.median(t.cpu for t in timings),
-        )
-
-    return unit
+    return harness.median_of_calls(lambda: call(inputs), repeats)
 
 
 def table(raw):
