@@ -1,7 +1,7 @@
 r"""The position probes of every encoding (resumable).
 
-    nohup nice -n 10 python scripts/probe.py --results_dir=docs/results \
-        > runs/probes.log 2>&1 &
+    mkdir -p runs && nohup nice -n 10 python scripts/probe.py \
+        --results_dir=docs/results > runs/probes.log 2>&1 &
 
 Trains one small model from scratch per (task, variant, seed) on the
 probes of `tupe_tf.analysis.probe_tasks` (copy, order, distance, passkey)

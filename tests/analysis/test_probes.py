@@ -338,6 +338,7 @@ def test_script_refuses_a_bad_flag_with_one_error_line(tmp_path):
         timeout=300,
     )
     assert process.returncode == 2
-    errors = [line for line in process.stderr.splitlines() if "ERROR" in line]
+    lines = process.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and "--variants has unknown" in errors[0]
     assert not os.listdir(tmp_path)

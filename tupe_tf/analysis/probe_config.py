@@ -76,7 +76,7 @@ class ProbeConfig(Settings):
     seq_length: int = setting(
         32,
         help="L: the training length (examples of L/2+1 .. L tokens).",
-        valid=at_least(24),
+        valid=at_least(8),
     )
     length_factors: Sequence[int] = setting(
         (2, 4, 8),

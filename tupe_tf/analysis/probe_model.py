@@ -18,6 +18,7 @@ Example:
 """
 
 import functools
+import warnings
 
 import keras
 import numpy as np
@@ -136,7 +137,7 @@ def train_probe(
     every variant of a seed sees the same batches).
 
     Returns:
-        The mean training loss over the steps.
+        The training loss, averaged over the steps (Keras's epoch mean).
     """
     steps = len(examples.labels) // batch_size
     model.compile(
@@ -147,15 +148,18 @@ def train_probe(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,
     )
-    history = model.fit(
-        examples.inputs,
-        examples.labels,
-        sample_weight=examples.weights,
-        batch_size=batch_size,
-        epochs=1,
-        shuffle=False,
-        verbose=0,
-    )
+    with warnings.catch_warnings():
+        # The heads that read masks leave the backbone's pooler unused.
+        warnings.filterwarnings("ignore", "Gradients do not exist")
+        history = model.fit(
+            examples.inputs,
+            examples.labels,
+            sample_weight=examples.weights,
+            batch_size=batch_size,
+            epochs=1,
+            shuffle=False,
+            verbose=0,
+        )
     return float(history.history["loss"][-1])
 
 

@@ -213,7 +213,7 @@ def run_probe(config, text, fingerprint, task, variant, seed):
             if str(n) not in accuracy
         },
         "eval_examples": config.eval_examples,
-        "train": {**config.study_settings(), "train_loss": train_loss},
+        "train": {**config.study_settings(), "mean_train_loss": train_loss},
         "shared_initial_weights": len(shared),
         "data_fingerprint": fingerprint,
         "tupe_tf_version": __version__,
