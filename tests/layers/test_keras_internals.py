@@ -78,7 +78,8 @@ def _uses(sources=SOURCES):
         own = _defined_in(tree)
         for node in ast.walk(tree):
             module = getattr(node, "module", None) or ""
-            names = [a.name for a in getattr(node, "names", [])]
+            imports = isinstance(node, (ast.Import, ast.ImportFrom))
+            names = [a.name for a in node.names] if imports else []
             if module.startswith(("keras.src", "keras_hub.src")) or any(
                 n.startswith(("keras.src", "keras_hub.src")) for n in names
             ):
