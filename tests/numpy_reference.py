@@ -266,11 +266,6 @@ def sinusoidal_table(n, hidden):
     return table
 
 
-def softplus_positive(raw):
-    """A positive parameter from its raw weight: `softplus(raw) + 1e-6`."""
-    return np.logaddexp(0, raw) + 1e-6
-
-
 def kerple_log_bias(r1, r2, n):
     """`-r1_h log(1 + r2_h |i - j|)`, `(H, n, n)`."""
     index = np.arange(n)
@@ -279,10 +274,11 @@ def kerple_log_bias(r1, r2, n):
 
 
 def fire_bias(c, threshold, w1, b1, w2, b2, n):
-    """FIRE `(H, n, n)`: `f([psi(|i-j|) / psi(max(L, n-1)), sign(i-j)])`,
-    `psi(x) = log(1 + c x)`, `f(x) = relu(x w1 + b1) w2 + b2`."""
+    """FIRE `(H, n, n)`: `f([psi(|i-j|) / (psi(max(L, n-1)) + 1e-6),
+    sign(i-j)])`, `psi(x) = log(1 + c x)`, `f(x) = relu(x w1 + b1) w2 + b2`
+    (the FIRE code's form, with the sign as a second input)."""
     out = np.zeros((w2.shape[1], n, n))
-    psi_norm = math.log(1 + c * max(threshold, n - 1))
+    psi_norm = math.log(1 + c * max(threshold, n - 1)) + 1e-6
     for i in range(n):
         for j in range(n):
             x = np.array(

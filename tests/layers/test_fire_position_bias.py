@@ -11,7 +11,6 @@ from tests.test_case import assert_array_equal
 from tests.test_case import randomize
 from tests.test_case import to_numpy
 from tupe_tf.layers import FirePositionBias
-from tupe_tf.layers.positive_parameters import raw_of
 
 
 def make_layer(**kwargs):
@@ -24,10 +23,9 @@ def make_layer(**kwargs):
 
 def numpy_bias(layer, n):
     w = {v.name: to_numpy(v).astype("float64") for v in layer.weights}
-    c = ref.softplus_positive(w["raw_c"])
-    threshold = layer.initial_threshold * ref.softplus_positive(
-        w["raw_threshold"]
-    )
+    # The FIRE code's parameters: |c| and |m| times the initial threshold.
+    c = abs(w["c"])
+    threshold = layer.initial_threshold * abs(w["threshold_multiplier"])
     return ref.fire_bias(
         c,
         threshold,
@@ -70,7 +68,7 @@ class FirePositionBiasTest(TestCase):
         for initial_threshold, invariant in ((16.0, True), (2.0, False)):
             layer = make_layer(initial_threshold=initial_threshold)
             randomize(layer)
-            layer.raw_threshold.assign(raw_of(1.0))  # L = initial_threshold
+            layer.threshold_multiplier.assign(1.0)  # L = initial_threshold
             short = keras.ops.convert_to_numpy(layer(ids))
             assert_array_equal(short, layer(np.zeros_like(ids)))
             padded = keras.ops.convert_to_numpy(layer(padded_ids))
@@ -78,13 +76,13 @@ class FirePositionBiasTest(TestCase):
             assert same == invariant, initial_threshold
 
     @parameterized.parameters(-1e4, -200.0, 0.0, 80.0, 1e4)
-    def test_parameters_stay_in_range_for_extreme_raw_values(self, raw):
-        layer = make_layer(initial_threshold=1.0)
+    def test_parameters_are_absolute_values_of_extreme_weights(self, value):
+        layer = make_layer(initial_threshold=4.0)
         randomize(layer)
-        layer.raw_c.assign(raw)
-        layer.raw_threshold.assign(-raw)
+        layer.c.assign(value)
+        layer.threshold_multiplier.assign(-value)
         c, threshold = layer.interpolation_parameters()
-        assert float(c) > 0 and float(threshold) > 0
+        assert_allclose([c, threshold], [abs(value), 4 * abs(value)])
         for n in (1, 2, 16):
             features = keras.ops.convert_to_numpy(layer.interpolated_offsets(n))
             assert np.isfinite(features).all()
@@ -94,12 +92,28 @@ class FirePositionBiasTest(TestCase):
             bias = keras.ops.convert_to_numpy(layer(np.zeros((1, n), "int32")))
             assert np.isfinite(bias).all()
 
+    def test_initial_mlp_is_the_fire_codes_nn_linear(self):
+        """Kernels and biases start `U(+-1/sqrt(fan_in))` (PyTorch's
+        `nn.Linear`, the FIRE code's MLP), so the initial bias varies with
+        the distance by a fraction of a nat, not by BERT-init's ~1e-4."""
+        layer = make_layer(num_heads=16, mlp_width=256, max_sequence_length=64)
+        for name, fan_in in (("hidden", 2), ("output", 256)):
+            bound = fan_in**-0.5
+            for part in ("kernel", "bias"):
+                w = to_numpy(getattr(layer, f"{name}_{part}"))
+                assert np.abs(w).max() <= bound, (name, part)
+                # U(-b, b) has standard deviation b / sqrt(3).
+                assert abs(w.std() * np.sqrt(3) / bound - 1) < 0.2, (name, part)
+        bias = to_numpy(layer(np.zeros((1, 64), "int32")))[0, 0]
+        spread = bias.max(axis=(1, 2)) - bias.min(axis=(1, 2))
+        assert np.median(spread) > 0.05
+
     @parameterized.parameters(
         ({"num_heads": 0}, "`num_heads` must be an integer >= 1"),
         ({"mlp_width": 0}, "`mlp_width` must be an integer >= 1"),
         ({"mlp_width": 2.5}, "`mlp_width` must be an integer >= 1"),
-        ({"initial_c": 0.0}, "`initial_c` must be > 1e-06"),
-        ({"initial_c": -1.0}, "`initial_c` must be > 1e-06"),
+        ({"initial_c": 0.0}, "`initial_c` must be > 0"),
+        ({"initial_c": -1.0}, "`initial_c` must be > 0"),
         ({"initial_threshold": 0.5}, "`initial_threshold` must be >= 1"),
     )
     def test_bad_constructor_values_are_refused(self, kwargs, match):

@@ -165,14 +165,15 @@ def reference_bias(backbone, inputs):
     elif option == "alibi":
         bias[0] = ref.alibi_bias(HEADS, n)
     elif option == "kerple-log":
-        r1 = ref.softplus_positive(np_(layer.raw_scales))
-        r2 = ref.softplus_positive(np_(layer.raw_rates))
+        # The KERPLE code's parameters: the weights, at least 0.01.
+        r1 = np.maximum(np_(layer.scales), 0.01)
+        r2 = np.maximum(np_(layer.rates), 0.01)
         bias[0] = ref.kerple_log_bias(r1, r2, n)
     elif option == "fire":
         w = weights_by_path(layer)
         bias[0] = ref.fire_bias(
-            ref.softplus_positive(w["raw_c"]),
-            layer.initial_threshold * ref.softplus_positive(w["raw_threshold"]),
+            abs(w["c"]),
+            layer.initial_threshold * abs(w["threshold_multiplier"]),
             w["hidden_kernel"],
             w["hidden_bias"],
             w["output_kernel"],
@@ -202,7 +203,8 @@ def reference_layer0(backbone, inputs):
     n = ids.shape[1]
     x = np_(backbone.token_embedding.embeddings)[ids]
     if backbone.position_encoding == "sinusoidal":
-        x = x + ref.sinusoidal_table(n, HIDDEN)
+        # Vaswani et al.: the tokens times sqrt(D), plus the fixed table.
+        x = math.sqrt(HIDDEN) * x + ref.sinusoidal_table(n, HIDDEN)
     elif backbone.position_embedding is not None:
         x = x + np_(backbone.position_embedding.position_embeddings)[:n]
     if backbone.segment_embedding is not None:

@@ -1,11 +1,15 @@
 """What each positional encoding guarantees, checked on the backbone: the
 attention logits and their rank bound, logits that depend only on the
 offset (RoPE) or the clipped offset (Shaw), ALiBi's matrix, NoPE's
-permutation equivariance and the fixed sinusoidal table."""
+permutation equivariance, the fixed sinusoidal table and its scaled tokens."""
 
+import math
+
+import keras
 import numpy as np
 import pytest
 
+import tupe_tf
 from tests import numpy_reference as ref
 from tests.models.backbone_cases import HEAD_DIM
 from tests.models.backbone_cases import HEADS
@@ -135,3 +139,36 @@ def test_sinusoidal_table_is_the_spec_formula_and_fixed():
     tokens = np.zeros((1, MAX_LEN, HIDDEN), "float32")
     table = to_numpy(backbone.position_embedding(tokens))[0]
     assert_allclose(table, ref.sinusoidal_table(MAX_LEN, HIDDEN), atol=1e-6)
+
+
+@pytest.mark.parametrize("option", ["sinusoidal", "bert"])
+def test_sinusoidal_input_scales_the_tokens_as_vaswani_et_al(option):
+    """`sinusoidal`: the embedding LayerNorm sees `sqrt(D) w + p + s` with
+    `w ~ N(0, 1/D)`, so tokens and the unit-amplitude table have norms of
+    one order; the tied masked-LM output reads the unscaled `w`. `bert`
+    keeps keras-hub's `w + p + s` and its 0.02 initialisation."""
+    backbone = make_backbone(position_encoding=option)
+    initial = to_numpy(backbone.token_embedding.embeddings).astype("float64")
+    scale = math.sqrt(HIDDEN) if option == "sinusoidal" else 1.0
+    # TruncatedNormal(0.02) has a standard deviation of about 0.0176.
+    expected_std = 1 / math.sqrt(HIDDEN) if option == "sinusoidal" else 0.0176
+    assert abs(initial.std() / expected_std - 1) < 0.1
+    randomize(backbone, seed=3)
+    inputs = make_inputs()
+    ids, seg = inputs["token_ids"], inputs["segment_ids"]
+    words = to_numpy(backbone.token_embedding.embeddings).astype("float64")
+    if option == "sinusoidal":
+        positions = ref.sinusoidal_table(ids.shape[1], HIDDEN)
+    else:
+        positions = to_numpy(backbone.position_embedding.position_embeddings)
+        positions = positions[: ids.shape[1]]
+    segments = to_numpy(backbone.segment_embedding.embeddings)[seg]
+    expected = scale * words[ids] + positions + segments
+    probe = keras.Model(backbone.input, backbone.embeddings_layer_norm.input)
+    assert_allclose(probe(inputs), expected, rtol=1e-5, atol=1e-5)
+    # The masked-LM head is tied to the same, unscaled, matrix.
+    masked_lm = tupe_tf.TupeMaskedLM(backbone, preprocessor=None)
+    assert masked_lm.masked_lm_head.token_embedding is backbone.token_embedding
+    hidden = np.random.default_rng(0).normal(size=(2, HIDDEN))
+    tied = backbone.token_embedding(hidden.astype("float32"), reverse=True)
+    assert_allclose(tied, hidden @ words.T, rtol=1e-5, atol=1e-5)

@@ -4,21 +4,24 @@ import keras
 from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
-from tupe_tf.layers.positive_parameters import MIN_POSITIVE
 from tupe_tf.layers.positive_parameters import log1p_of_nonnegative
-from tupe_tf.layers.positive_parameters import positive
-from tupe_tf.layers.positive_parameters import raw_of
+
+# The FIRE code's guard of the normaliser, `psi(max(L, n - 1)) + eps`.
+NORMALISER_EPSILON = 1e-6
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
 class FirePositionBias(PositionBiasLayer):
     """FIRE (Li et al., ICLR 2024), bidirectional, shared by all layers.
 
-    `beta[h,i,j] = f(psi(|i - j|) / psi(max(L, n - 1)), sign(i - j))_h` with
-    `psi(x) = log(1 + c x)` and `f` an MLP `2 -> mlp_width -> H` (ReLU).
-    `c = softplus(raw_c) + 1e-6` and the threshold
-    `L = initial_threshold * (softplus(raw_threshold) + 1e-6)` are learned
-    and positive by construction, so the first input lies in `[0, 1]`.
+    `beta[h,i,j] = f(psi(|i - j|) / (psi(max(L, n - 1)) + 1e-6),
+    sign(i - j))_h` with `psi(x) = log(1 + |c| x)` and `f` an MLP
+    `2 -> mlp_width -> H` (ReLU). As in the FIRE code, `c` (initially 0.1)
+    and the threshold `L = initial_threshold * |m|` (`m` initially 1) are
+    learned through their absolute values, so an optimizer step moves them
+    directly; the first input lies in `[0, 1]`. The MLP starts as PyTorch's
+    `nn.Linear` (the FIRE code's), kernels and biases `U(+-1/sqrt(fan_in))`,
+    so the initial bias already varies with the distance.
 
     The paper normalises by the query position `i` (causal attention). Here
     the normaliser is the largest distance of the batch, `n - 1`: it does
@@ -32,9 +35,11 @@ class FirePositionBias(PositionBiasLayer):
         num_heads: int >= 1. Number of attention heads.
         max_sequence_length: int. The longest sequence supported.
         mlp_width: int >= 1. Hidden width of `f` (32 in the paper).
-        initial_c: float > 1e-6. Initial `c` (0.1 in the paper).
+        initial_c: float > 0. Initial `c` (0.1 in the paper).
         initial_threshold: float >= 1. Initial `L` (512 in the paper).
-        initializer: initializer of the MLP kernels (biases start at 0).
+        initializer: initializer of the MLP kernels, or None (default) for
+            `nn.Linear`'s `U(+-1/sqrt(fan_in))`; the biases always start
+            from `nn.Linear`'s rule.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -65,10 +70,9 @@ class FirePositionBias(PositionBiasLayer):
                     f"`{name}` must be an integer >= 1. Received: "
                     f"{name}={value!r}"
                 )
-        if not initial_c > MIN_POSITIVE:
+        if not initial_c > 0:
             raise ValueError(
-                f"`initial_c` must be > {MIN_POSITIVE}. Received: "
-                f"initial_c={initial_c!r}"
+                f"`initial_c` must be > 0. Received: initial_c={initial_c!r}"
             )
         if not initial_threshold >= 1:
             raise ValueError(
@@ -79,54 +83,62 @@ class FirePositionBias(PositionBiasLayer):
         self.mlp_width = mlp_width
         self.initial_c = float(initial_c)
         self.initial_threshold = float(initial_threshold)
-        self.initializer = keras.initializers.get(
-            initializer or keras.initializers.TruncatedNormal(stddev=0.02)
+        self.initializer = (
+            None if initializer is None else keras.initializers.get(initializer)
         )
 
+    def _dense_weights(self, name, fan_in, fan_out):
+        """A kernel `(fan_in, fan_out)` and bias, `nn.Linear`'s initial
+        values (the kernel from `initializer` when one is given)."""
+        bound = fan_in**-0.5
+        kernel = self.add_weight(
+            name=f"{name}_kernel",
+            shape=(fan_in, fan_out),
+            initializer=self.initializer
+            or keras.initializers.RandomUniform(-bound, bound),
+        )
+        bias = self.add_weight(
+            name=f"{name}_bias",
+            shape=(fan_out,),
+            initializer=keras.initializers.RandomUniform(-bound, bound),
+        )
+        return kernel, bias
+
     def build(self, input_shape=None):
-        self.raw_c = self.add_weight(
-            name="raw_c",
+        self.c = self.add_weight(
+            name="c",
             shape=(),
-            initializer=keras.initializers.Constant(raw_of(self.initial_c)),
+            initializer=keras.initializers.Constant(self.initial_c),
         )
-        self.raw_threshold = self.add_weight(
-            name="raw_threshold",
+        self.threshold_multiplier = self.add_weight(
+            name="threshold_multiplier",
             shape=(),
-            initializer=keras.initializers.Constant(raw_of(1.0)),
+            initializer=keras.initializers.Constant(1.0),
         )
-        self.hidden_kernel = self.add_weight(
-            name="hidden_kernel",
-            shape=(2, self.mlp_width),
-            initializer=self.initializer,
+        self.hidden_kernel, self.hidden_bias = self._dense_weights(
+            "hidden", 2, self.mlp_width
         )
-        self.hidden_bias = self.add_weight(
-            name="hidden_bias", shape=(self.mlp_width,), initializer="zeros"
-        )
-        self.output_kernel = self.add_weight(
-            name="output_kernel",
-            shape=(self.mlp_width, self.num_heads),
-            initializer=self.initializer,
-        )
-        self.output_bias = self.add_weight(
-            name="output_bias", shape=(self.num_heads,), initializer="zeros"
+        self.output_kernel, self.output_bias = self._dense_weights(
+            "output", self.mlp_width, self.num_heads
         )
         self.built = True
 
     def interpolation_parameters(self):
-        """`(c, L)`, float32 scalars, both positive."""
-        threshold = self.initial_threshold * positive(self.raw_threshold)
-        return positive(self.raw_c), threshold
+        """`(c, L)`, float32 scalars, both non-negative."""
+        threshold = self.initial_threshold * ops.abs(self.threshold_multiplier)
+        return ops.abs(self.c), threshold
 
     def interpolated_offsets(self, sequence_length):
         """The MLP inputs of the offsets `i - j = -(n-1) .. n-1`, `(2n-1, 2)`.
 
-        Column 0 is `psi(|i - j|) / psi(max(L, n - 1))`, in `[0, 1]`;
-        column 1 is `sign(i - j)`.
+        Column 0 is `psi(|i - j|) / (psi(max(L, n - 1)) + 1e-6)`, in
+        `[0, 1]`; column 1 is `sign(i - j)`.
         """
         last = ops.cast(sequence_length - 1, "float32")
         offsets = ops.arange(2 * sequence_length - 1, dtype="float32") - last
         c, threshold = self.interpolation_parameters()
         normaliser = log1p_of_nonnegative(c * ops.maximum(threshold, last))
+        normaliser = normaliser + NORMALISER_EPSILON
         distance = log1p_of_nonnegative(c * ops.abs(offsets)) / normaliser
         return ops.stack([distance, ops.sign(offsets)], axis=-1)
 
@@ -147,7 +159,11 @@ class FirePositionBias(PositionBiasLayer):
                 "mlp_width": self.mlp_width,
                 "initial_c": self.initial_c,
                 "initial_threshold": self.initial_threshold,
-                "initializer": keras.initializers.serialize(self.initializer),
+                "initializer": (
+                    None
+                    if self.initializer is None
+                    else keras.initializers.serialize(self.initializer)
+                ),
             }
         )
         return config

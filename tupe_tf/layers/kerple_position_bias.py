@@ -4,21 +4,25 @@ import keras
 from keras import ops
 
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
+from tupe_tf.layers.positive_parameters import AtLeast
+from tupe_tf.layers.positive_parameters import clamped_uniform_initializer
 from tupe_tf.layers.positive_parameters import log1p_of_nonnegative
-from tupe_tf.layers.positive_parameters import positive
-from tupe_tf.layers.positive_parameters import uniform_positive_initializer
+
+# The KERPLE code's floor of `r1` and `r2` (its `eps`).
+MIN_PARAMETER = 0.01
 
 
 @keras.saving.register_keras_serializable(package="tupe_tf")
 class KerplePositionBias(PositionBiasLayer):
     """KERPLE's logarithmic kernel (Chi et al., 2022), symmetric, all layers.
 
-    `beta[h,i,j] = -r1_h * log(1 + r2_h * |i - j|)` with `r1_h, r2_h > 0`
-    learned per head: `r = softplus(raw) + 1e-6` (see
-    `positive_parameters`), so every raw value gives a valid kernel. The
-    bias is 0 on the diagonal and decreases with the distance. `2H`
-    weights, shared by all layers; the initial `r1_h` are drawn from
-    `U(0.01, 2)` and `r2_h` from `U(0.01, 1)`.
+    `beta[h,i,j] = -r1_h * log(1 + r2_h * |i - j|)` with `r1_h, r2_h` learned
+    per head, as the KERPLE code runs them: the weights are the parameters,
+    clamped to at least 0.01 after every optimizer update (and where they
+    are read, so an assigned value below it acts as 0.01); initial `r1_h`
+    from `U(0, 2)`, `r2_h` from `U(0, 1)`, clamped likewise. The bias is 0
+    on the diagonal and decreases with the distance. `2H` weights, shared
+    by all layers.
 
     Args:
         num_heads: int >= 1. Number of attention heads.
@@ -46,21 +50,26 @@ class KerplePositionBias(PositionBiasLayer):
         self.num_heads = num_heads
 
     def build(self, input_shape=None):
-        self.raw_scales = self.add_weight(
-            name="raw_scales",
+        self.scales = self.add_weight(
+            name="scales",
             shape=(self.num_heads,),
-            initializer=uniform_positive_initializer(0.01, 2.0),
+            initializer=clamped_uniform_initializer(2.0, MIN_PARAMETER),
+            constraint=AtLeast(MIN_PARAMETER),
         )
-        self.raw_rates = self.add_weight(
-            name="raw_rates",
+        self.rates = self.add_weight(
+            name="rates",
             shape=(self.num_heads,),
-            initializer=uniform_positive_initializer(0.01, 1.0),
+            initializer=clamped_uniform_initializer(1.0, MIN_PARAMETER),
+            constraint=AtLeast(MIN_PARAMETER),
         )
         self.built = True
 
     def kernel_parameters(self):
-        """`(r1, r2)`, each `(num_heads,)` float32, both positive."""
-        return positive(self.raw_scales), positive(self.raw_rates)
+        """`(r1, r2)`, each `(num_heads,)` float32, at least 0.01."""
+        return tuple(
+            ops.maximum(weight, MIN_PARAMETER)
+            for weight in (self.scales, self.rates)
+        )
 
     def compute_bias(self, sequence_length):
         positions = ops.arange(sequence_length, dtype="float32")

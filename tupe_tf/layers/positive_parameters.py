@@ -1,21 +1,56 @@
-"""Learned parameters kept positive by construction: `softplus(raw) + floor`.
+"""Learned kernel parameters kept positive as their authors' code keeps them.
 
-Used by the learned kernels (KERPLE's `r1, r2`, FIRE's `c` and threshold).
-The weight is the free `raw` value; the parameter is always
-`softplus(raw) + MIN_POSITIVE`, so no raw value, however extreme, leaves
-`(0, inf)` (softplus alone underflows to 0 below about -104 in float32).
+KERPLE's `r1, r2` are the weights themselves, clamped to at least 0.01
+after every update (`AtLeast`, the KERPLE code's in-place clamp); FIRE's
+`c` and threshold enter through their absolute values. Either way an
+optimizer step moves the parameter itself, at the authors' pace (a
+`softplus(raw)` would scale each step by `sigmoid(raw)`, about `0.1` at
+FIRE's initial `c = 0.1`).
 """
 
 import keras
-import numpy as np
 from keras import ops
 
-MIN_POSITIVE = 1e-6
+
+@keras.saving.register_keras_serializable(package="tupe_tf")
+class AtLeast(keras.constraints.Constraint):
+    """Clamps a weight to `>= minimum` after each optimizer update.
+
+    Args:
+        minimum: float. The smallest value the weight keeps.
+
+    Example:
+    ```python
+    weight = layer.add_weight(shape=(4,), constraint=AtLeast(0.01))
+    ```
+    """
+
+    def __init__(self, minimum):
+        self.minimum = float(minimum)
+
+    def __call__(self, w):
+        return ops.maximum(w, ops.cast(self.minimum, w.dtype))
+
+    def get_config(self):
+        return {"minimum": self.minimum}
 
 
-def positive(raw):
-    """The positive parameter of a raw weight: `softplus(raw) + 1e-6`."""
-    return ops.softplus(raw) + MIN_POSITIVE
+def clamped_uniform_initializer(high, minimum, seed=None):
+    """`max(U(0, high), minimum)`: the KERPLE code's `torch.rand() * high`
+    as its first clamp leaves it.
+
+    Args:
+        high: float > minimum.
+        minimum: float. The clamp.
+        seed: int or None, for `keras.initializers.RandomUniform`.
+    """
+    uniform = keras.initializers.RandomUniform(0.0, high, seed=seed)
+
+    def initializer(shape, dtype=None):
+        value = ops.maximum(uniform(shape, dtype="float32"), minimum)
+        return ops.cast(value, dtype or "float32")
+
+    return initializer
 
 
 def log1p_of_nonnegative(x):
@@ -26,28 +61,3 @@ def log1p_of_nonnegative(x):
     `6e-8` absolute (the rounding of `1 + x` in float32).
     """
     return ops.log(1.0 + x)
-
-
-def raw_of(value):
-    """The raw value whose `positive` is `value` (> 1e-6), float32 NumPy."""
-    value = np.asarray(value, "float64") - MIN_POSITIVE
-    return np.log(np.expm1(value)).astype("float32")
-
-
-def uniform_positive_initializer(low, high, seed=None):
-    """An initializer of raw weights whose positive values are `U(low, high)`.
-
-    Args:
-        low: float > 1e-6. Smallest initial parameter.
-        high: float > low. Largest initial parameter.
-        seed: int or None, for `keras.initializers.RandomUniform`.
-    """
-    uniform = keras.initializers.RandomUniform(low, high, seed=seed)
-
-    def initializer(shape, dtype=None):
-        value = uniform(shape, dtype="float32")
-        return ops.cast(
-            ops.log(ops.expm1(value - MIN_POSITIVE)), dtype or "float32"
-        )
-
-    return initializer

@@ -127,10 +127,11 @@ def _kerple(args):
 
 
 def _fire(args):
+    # The MLP starts as the FIRE code's (`nn.Linear`), not from BERT's
+    # initializer: with it the initial bias would be about 1e-4.
     return FirePositionBias(
         num_heads=args.num_heads,
         max_sequence_length=args.max_sequence_length,
-        initializer=args.initializer,
         name="fire_position_bias",
     )
 

@@ -60,8 +60,8 @@ class TupeBackbone(Backbone):
     - `rope`: `LN(w + s)`, every layer rotates its query and key (RoPE,
       keras-hub's `RotaryEmbedding` tables), `beta = 0`.
     - `alibi`: `LN(w + s)`, fixed symmetric `beta = -m_h |i - j|` (ALiBi).
-    - `sinusoidal`: `LN(w + p + s)` with the fixed sin/cos table of
-      Vaswani et al., `beta = 0`.
+    - `sinusoidal`: `LN(sqrt(D) w + p + s)` with the fixed sin/cos table
+      of Vaswani et al. and `w` initialised `N(0, 1/D)`, `beta = 0`.
     - `nope`: `LN(w + s)`, `beta = 0`: no position information.
     - `kerple-log`: `LN(w + s)`, `beta = -r1_h log(1 + r2_h |i - j|)`.
     - `fire`: `LN(w + s)`, `beta` an MLP of the interpolated offset (FIRE).
@@ -213,10 +213,19 @@ class TupeBackbone(Backbone):
         )
 
         # === Layers ===
+        # fairseq's Transformer: N(0, 1/D), times sqrt(D) at the input
+        # (below), so a token vector has about the norm of the table's. One
+        # initializer either way: each draws one seed, so the later layers'
+        # initial weights stay those of the other options at a seed.
+        token_initializer = (
+            keras.initializers.RandomNormal(stddev=hidden_dim**-0.5)
+            if encoding.scaled_tokens
+            else bert_initializer()
+        )
         self.token_embedding = ReversibleEmbedding(
             input_dim=vocabulary_size,
             output_dim=hidden_dim,
-            embeddings_initializer=bert_initializer(),
+            embeddings_initializer=token_initializer,
             dtype=dtype,
             name="token_embedding",
         )
@@ -297,6 +306,12 @@ class TupeBackbone(Backbone):
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
         tokens = self.token_embedding(inputs["token_ids"])
+        if encoding.scaled_tokens:
+            # Only the input is scaled: a tied output layer (the masked-LM
+            # head's `reverse=True`) reads the unscaled matrix, as fairseq.
+            # A Python float, not a tensor: exported graphs keep it a
+            # constant (a captured tensor would become an ONNX input).
+            tokens = tokens * float(hidden_dim**0.5)
         embeddings = [tokens]
         if self.position_embedding is not None:
             embeddings.append(self.position_embedding(tokens))

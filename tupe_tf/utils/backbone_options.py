@@ -73,6 +73,10 @@ class PositionEncoding:
         input_positions: add an absolute position table at the input.
         input_table: which one: `learned` (BERT's position embedding) or
             `sinusoidal` (the fixed sin/cos table of Vaswani et al.).
+        scaled_tokens: the token embeddings start from `N(0, 1/D)` and
+            enter the input times `sqrt(D)` (Vaswani et al.; fairseq's
+            `embed_scale`), so they are not drowned by a fixed table of
+            unit amplitude; a tied output layer reads the unscaled matrix.
         layer: the content-free layer (called once per forward pass on
             `token_ids`), a key of `position_encodings.LAYER_BUILDERS`, or
             None.
@@ -99,6 +103,7 @@ class PositionEncoding:
     name: str
     input_positions: bool = False
     input_table: str = "learned"
+    scaled_tokens: bool = False
     layer: Optional[str] = None
     attention_argument: str = "attention_bias"
     query_logits: Optional[str] = None
@@ -173,6 +178,7 @@ POSITION_ENCODING_TABLE = {
             "sinusoidal",
             input_positions=True,
             input_table="sinusoidal",
+            scaled_tokens=True,
             length_free=True,
         ),
         PositionEncoding("nope", length_free=True),
