@@ -9,8 +9,12 @@ model, in a shuffled order, gives the median latency of `--repeats` calls
 and its ratio to exported `bert` of the same dimensions (BERT-small by
 default); the report is the median ratio over rounds with its [min, max].
 
+`--output` writes the harness's JSON record: command, machine, date, load
+average, flags, every round's timings and the printed report.
+
 Example:
-  python benchmarks/export_latency.py --rounds=9 --repeats=5
+  python benchmarks/export_latency.py --rounds=9 --repeats=5 \
+      --output=benchmarks/results/export_latency_9rounds.json
   # This checkout against an older commit, both timed in this process:
   git worktree add /tmp/baseline <commit>
   python benchmarks/export_latency.py --baseline_tree=/tmp/baseline \
@@ -52,6 +56,7 @@ _BASELINE_TREE = flags.DEFINE_string(
 flags.register_validator(
     "repeats", lambda v: v >= 3, message="--repeats must be >= 3."
 )
+_OUTPUT = flags.DEFINE_string("output", "", "Raw JSON file to write.")
 
 
 _EXPORT_SCRIPT = r"""
@@ -153,13 +158,14 @@ def _time_batch_size(models, batch_size):
 
 
 def _print_report(names, samples):
+    """Prints the table and `bert`'s own latency; returns what it printed."""
     import tensorflow as tf
 
     def cell(per_model, name):
         ratio = harness.summarize(per_model[name], per_model["bert"])
         return ratio.wall_ratio.map(lambda r: r - 1).format("+.1%")
 
-    harness.print_table(
+    report = harness.print_table(
         "Exported hub_encoder latency vs exported bert, median over "
         f"{FLAGS.rounds} rounds [min, max] of each round's ratio of median "
         f"latencies; {describe_dims()}; tf {tf.__version__}, "
@@ -176,10 +182,13 @@ def _print_report(names, samples):
         bert_ms = harness.summarize(per_model["bert"]).wall.map(
             lambda t: t * 1e3
         )
-        print(
+        line = (
             f"bert batch {batch_size}: median {bert_ms.median:.2f} ms per "
             f"call, round medians {bert_ms.low:.2f}-{bert_ms.high:.2f} ms"
         )
+        print(line)
+        report += "\n" + line
+    return report
 
 
 def main(argv):
@@ -203,8 +212,9 @@ def main(argv):
             b: _time_batch_size(models, b)
             for b in (int(b) for b in _BATCH_SIZES.value)
         }
-    _print_report(list(paths), samples)
+    report = _print_report(list(paths), samples)
     print(f"\nCommand: {command}")
+    harness.write_json(_OUTPUT.value, samples, report=report)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,18 @@
 """The figures docs/benchmarks.md shows, each computed from its raw file.
 
-`FIGURES` maps the name of a raw file in benchmarks/results/ to a function
-of its path returning `Figures`: the table the page shows (verbatim) and
-the phrases of the text around it (settings, load, date, findings), all
-computed from the file. tests/utils/test_benchmark_figures.py checks that
-the page holds each of them and no number typed by hand. After a re-run,
-paste what this prints:
+`figure_functions()` maps the name of a raw file in benchmarks/results/ to
+a function of its path returning `Figures`: the table the page shows
+(verbatim) and the phrases of the text around it (settings, load, date,
+findings), all computed from the file. tests/utils/test_benchmark_figures.py
+checks that the page holds each of them and no number typed by hand. After
+a re-run, paste what this prints:
 
     python benchmarks/figures.py benchmarks/results/<raw file>
 
-The JSON records (`harness.write_json`) are read here, the older runs'
-printed output (.txt) in printed_figures.py; `runtime_latency.py
---table_from` prints its own table.
+Here: the JSON records (`harness.write_json`) of training and models;
+data_figures.py: those of the data pipeline; printed_figures.py: the older
+runs' printed output (.txt). `runtime_latency.py --table_from` prints its
+own table.
 """
 
 import dataclasses
@@ -54,11 +55,11 @@ def read(path):
         return f.read()
 
 
-def _json(path):
+def read_json(path):
     return json.loads(read(path))
 
 
-def _day(date):
+def day(date):
     """'2026-11-26' of a recorded date ('2026-11-26 14:44 UTC')."""
     return date[:10]
 
@@ -71,7 +72,7 @@ def table(header, rows, left=1, align=None):
     return harness.markdown_table(header, rows, align)
 
 
-def _timings(pairs):
+def timings_of(pairs):
     return [Timing(*pair) for pair in pairs]
 
 
@@ -95,7 +96,7 @@ def _ratio(summary, reference_row):
     return "1" if reference_row else summary.wall_ratio.format(".3f")
 
 
-def _times(ratio):
+def times(ratio):
     """'0.92x [0.87, 0.97]' of a `Spread` of ratios."""
     return f"{ratio.median:.2f}x [{ratio.low:.2f}, {ratio.high:.2f}]"
 
@@ -123,8 +124,8 @@ MAIN_JOB_CASES = {
 
 
 def main_job(path):
-    raw = _json(path)
-    samples = {name: _timings(t) for name, t in raw["samples"].items()}
+    raw = read_json(path)
+    samples = {name: timings_of(t) for name, t in raw["samples"].items()}
     reference = samples["keras_hub"]
     rows, ratios = [], {}
     for name, timings in samples.items():
@@ -162,7 +163,7 @@ def main_job(path):
             f"for {raw['flags']['num_train_steps']} steps",
             f"median {raw['flags']['log_every']}-step window",
             f"load average {_title_load(raw)} at the start; "
-            + _day(raw["date"]),
+            + day(raw["date"]),
             f"Target {MAIN_JOB_TARGET}x of plain keras-hub: {met} "
             f"({graph.median:.3f})",
             f"{shorter.low:.0f}-{shorter.high:.0f}% shorter in every round"
@@ -174,9 +175,9 @@ def main_job(path):
 
 def readme_step_times(path):
     """The README's phrase of the main job's step time (XLA, the default)."""
-    samples = _json(path)["samples"]
+    samples = read_json(path)["samples"]
     xla, keras_hub = (
-        harness.summarize(_timings(samples[name])).wall.median * 1e3
+        harness.summarize(timings_of(samples[name])).wall.median * 1e3
         for name in ("main_job_xla", "keras_hub")
     )
     return (
@@ -198,7 +199,7 @@ TRAIN_SETTINGS = {
 
 
 def train_throughput(path):
-    raw = _json(path)
+    raw = read_json(path)
     medians = {
         name: {clock: statistics.median(s[clock]) for clock in s}
         for name, s in raw["settings"].items()
@@ -224,13 +225,13 @@ def train_throughput(path):
             ],
             rows,
         ),
-        (f"load average {load:.1f} at the start; {_day(raw['date'])}",),
+        (f"load average {load:.1f} at the start; {day(raw['date'])}",),
     )
 
 
 def gradient_accumulation(path):
-    raw = _json(path)
-    samples = {name: _timings(t) for name, t in raw["samples"].items()}
+    raw = read_json(path)
+    samples = {name: timings_of(t) for name, t in raw["samples"].items()}
     first = next(iter(samples))
     rows, rss, ratios = [], {}, {}
     for name, timings in samples.items():
@@ -268,14 +269,14 @@ def gradient_accumulation(path):
             f"at batch {batch}, as {steps} x {batch // steps}, and at "
             f"{batch // steps}",
             f"load average {_title_load(raw)} at the start; "
-            + _day(raw["date"]),
+            + day(raw["date"]),
             f"{lost} time per example lost; peak memory {change(memory)}",
         ),
     )
 
 
 def fairseq_finetune_epoch(path):
-    raw = _json(path)
+    raw = read_json(path)
     rows, minutes = [], []
     for index, run in enumerate(raw["rounds"], 1):
         wall, cpu = run["epoch"]
@@ -320,90 +321,6 @@ def fairseq_finetune_epoch(path):
     )
 
 
-READER_MODES = {
-    "default": "default (interleave, shuffle, parse, pad, mask, prefetch)",
-    "deterministic": "`deterministic=True`",
-    "whole_word_masking": "`whole_word_masking=True`",
-}
-
-
-def reader_throughput(path):
-    raw = _json(path)
-    batch = raw["flags"]["batch_size"]
-    samples = {name: _timings(t) for name, t in raw["samples"].items()}
-    rows, rates = [], []
-    for name, timings in samples.items():
-        summary = harness.summarize(timings, samples["default"])
-        rate = summary.wall.map(lambda t: batch / t)
-        rates.append(rate.median)
-        rows.append(
-            [
-                READER_MODES[name],
-                rate.format(",.0f"),
-                f"{batch / summary.cpu.median:,.0f}",
-                "1" if name == "default" else summary.wall_ratio.format(".2f"),
-            ]
-        )
-    met = (
-        f"met by every mode ({min(rates) / READER_TARGET:.1f}x the slowest)"
-        if min(rates) >= READER_TARGET
-        else "missed"
-    )
-    return Figures(
-        table(
-            [
-                "mode",
-                "seq/s, median [min, max]",
-                "seq per CPU-s",
-                "time per batch vs default",
-            ],
-            rows,
-        ),
-        (
-            f"length {raw['flags']['seq_length']}, batch {batch}",
-            f"Target {READER_TARGET:,} sequences/s on 2 cores: {met}",
-        ),
-    )
-
-
-SHARD_BUILDS = {
-    "tupe-tf dynamic 1x": "dynamic masking",
-    "tupe-tf static 1x": "static masking",
-    "tupe-tf static whole-word 1x": "static whole-word masking",
-}
-
-
-def shard_building_wwm(path):
-    raw = _json(path)
-    rows = []
-    for name, label in SHARD_BUILDS.items():
-        runs = raw["runs"][name]
-        rows.append(
-            [label]
-            + [
-                spread(run[key] for run in runs).format(".1f")
-                for key in ("wall_s", "cpu_s", "processing_s")
-            ]
-            + [value_range(spread(run["peak_rss_mb"] for run in runs))]
-        )
-    static, whole_word = (
-        _timings(raw["samples"][name])
-        for name in ("tupe-tf static 1x", "tupe-tf static whole-word 1x")
-    )
-    time = harness.summarize(whole_word, static).wall_ratio
-    throughput = harness.summarize(static, whole_word)
-    return Figures(
-        table(
-            ["build", "wall s", "CPU s", "processing s", "peak RSS MB"], rows
-        ),
-        (
-            f"wall {_times(throughput.wall_ratio)} ({percent(time.median)} "
-            f"time, target +{WHOLE_WORD_TARGET:.0%}; slowest round "
-            f"{percent(time.high)}), CPU {_times(throughput.cpu_ratio)}",
-        ),
-    )
-
-
 def step_overhead_table(names, samples):
     """The table of benchmarks/step_overhead.py's `samples` ({(name, step):
     Timings}, step "train" or "predict"): each step's median wall time and
@@ -438,14 +355,14 @@ def step_overhead_table(names, samples):
 def step_overhead_samples(raw):
     """(names, samples) of a raw file of benchmarks/step_overhead.py."""
     samples = {
-        tuple(key.rsplit("/", 1)): _timings(times)
+        tuple(key.rsplit("/", 1)): timings_of(times)
         for key, times in raw["samples"].items()
     }
     return list(dict.fromkeys(name for name, _ in samples)), samples
 
 
 def step_overhead(path):
-    raw = _json(path)
+    raw = read_json(path)
     names, samples = step_overhead_samples(raw)
     flags = raw["flags"]
     ratios = {
@@ -518,7 +435,7 @@ def backend_table(rows):
 
 def backend_step(path):
     rows = []
-    for row in _json(path)["rows"]:
+    for row in read_json(path)["rows"]:
         cells = [row["option"], row["backend"]]
         for clock in ("wall", "cpu"):
             low, high = row[f"{clock}_ratio_range"]
@@ -530,92 +447,13 @@ def backend_step(path):
     return Figures(backend_table(rows))
 
 
-VOCAB_LEARNERS = {
-    "tokenizers": "tokenizers (default)",
-    "tf_text": "TF-Text `bert_vocab_from_dataset`",
-}
-
-
-def vocab_learning_runs(path):
-    runs = [json.loads(line) for line in read(path).splitlines() if line]
-    rows = []
-    for learner, label in VOCAB_LEARNERS.items():
-        mine = [run for run in runs if run["learner"] == learner]
-        wall = spread(run["wall_s"] for run in mine)
-        (megabytes,) = {run["size_mb"] for run in mine}
-        (vocab_size,) = {run["vocab_size"] for run in mine}
-        rows.append(
-            [
-                label,
-                len(mine),
-                wall.format(".1f"),
-                spread(run["cpu_s"] for run in mine).format(".1f"),
-                f"{megabytes / wall.median:.2f}",
-                value_range(spread(run["peak_rss_mb"] for run in mine)),
-                f"{vocab_size:,}",
-            ]
-        )
-    load = spread(run["load"] for run in runs)
-    return Figures(
-        table(
-            [
-                "learner",
-                "runs",
-                "wall s, median [min, max]",
-                "CPU s, median [min, max]",
-                "MB/s (median wall)",
-                "peak RSS MB",
-                "vocab size",
-            ],
-            rows,
-        ),
-        (
-            f"load average {value_range(load, '.1f')} after each run; "
-            + _day(runs[-1]["finished"]),
-        ),
-    )
-
-
-def vocab_learning_summary(path):
-    raw = _json(path)
-    (size,) = raw["sizes"].values()
-    cpu, wall = size["per_round_cpu_ratio"], size["per_round_wall_ratio"]
-    ours, theirs = raw["held_out"]["tokenizers"], raw["held_out"]["tf_text"]
-    return Figures(
-        None,
-        (
-            f"**{cpu['median']:.1f}x [{cpu['min']:.1f}, {cpu['max']:.1f}]** "
-            f"per CPU-second, {wall['median']:.1f}x wall (target "
-            f"{VOCAB_TARGET}x: {'met' if cpu['min'] >= VOCAB_TARGET else 'missed'})",
-            f"{ours['pieces_per_word']:.4f} against "
-            f"{theirs['pieces_per_word']:.4f}, `[UNK]` {ours['unk_pct']:.4f}% "
-            f"against {theirs['unk_pct']:.4f}%",
-        ),
-    )
-
-
-def vocab_learning_memory(path):
-    ((megabytes, size),) = _json(path)["sizes"].items()
-    return Figures(
-        None,
-        (
-            f"at {megabytes} MB {size['tf_text']['max_peak_rss_mb']:,.0f} MB "
-            f"against {size['tokenizers']['max_peak_rss_mb']:,.0f} MB",
-        ),
-    )
-
-
-# The raw files in JSON; printed_figures.FIGURES adds those in .txt.
+# The JSON records of training and models; data_figures.py and
+# printed_figures.py have the others.
 FIGURES = {
     "main_job.json": main_job,
     "train_throughput.json": train_throughput,
     "gradient_accumulation.json": gradient_accumulation,
     "fairseq_finetune_epoch.json": fairseq_finetune_epoch,
-    "vocab_learning_32mb_runs.jsonl": vocab_learning_runs,
-    "vocab_learning_32mb_9rounds.json": vocab_learning_summary,
-    "vocab_learning_128mb.json": vocab_learning_memory,
-    "reader_throughput_wwm_9rounds.json": reader_throughput,
-    "shard_building_wwm_9rounds.json": shard_building_wwm,
     "backend_step_9rounds.json": backend_step,
     "step_overhead_small_128_9rounds.json": step_overhead,
     "step_overhead_base_128_9rounds.json": step_overhead,
@@ -624,9 +462,10 @@ FIGURES = {
 
 def figure_functions():
     """{raw file name: its function}, JSON and .txt."""
+    import data_figures
     import printed_figures
 
-    return {**FIGURES, **printed_figures.FIGURES}
+    return {**FIGURES, **data_figures.FIGURES, **printed_figures.FIGURES}
 
 
 def figures(path):

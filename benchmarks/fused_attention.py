@@ -12,6 +12,9 @@ table gives median per-step times and the median and min-max of the
 per-round ratio explicit / fused (above 1: the fused path is faster).
 The kernel column names what the fused program's optimised HLO calls:
 cuDNN (a `__cudnn$fmha` custom call, forward and backward counted) or XLA.
+`--output` gets the harness's JSON record (command, machine, date, flags,
+every round's timings per model, kernels, the table), rewritten after each
+model.
 
     KERAS_BACKEND=jax python benchmarks/fused_attention.py   # BERT-base dims
     KERAS_BACKEND=jax python benchmarks/fused_attention.py --num_layers=2 \
@@ -54,7 +57,7 @@ flags.DEFINE_list(
     "dtypes", ["mixed_bfloat16", "float32"], "Keras dtype policies."
 )
 flags.DEFINE_string(
-    "output", None, "Also write the table here, rewritten after each model."
+    "output", None, "Raw JSON file to write, rewritten after each model."
 )
 
 LEARNING_RATE = 1e-4
@@ -215,7 +218,8 @@ ALIGN = [None] * 4 + ["right"] * 3
 
 
 def model_rows(position_encoding, dtype, inputs):
-    """The table rows of one backbone, its session cleared afterwards."""
+    """The table rows, samples and kernels of one backbone, its session
+    cleared afterwards."""
     start = time.perf_counter()
     samples, kernels = measure(position_encoding, dtype, inputs)
     keras.backend.clear_session()
@@ -224,7 +228,8 @@ def model_rows(position_encoding, dtype, inputs):
         f"{time.perf_counter() - start:.0f} s",
         flush=True,
     )
-    return table_rows(position_encoding, dtype, samples, kernels)
+    rows = table_rows(position_encoding, dtype, samples, kernels)
+    return rows, samples, kernels
 
 
 def main(_):
@@ -239,13 +244,24 @@ def main(_):
         flush=True,
     )
     inputs = make_inputs(np.random.default_rng(0))
-    rows = []
+    rows, samples, kernels = [], {}, {}
     for dtype in FLAGS.dtypes:
         for position_encoding in FLAGS.position_encodings:
-            rows += model_rows(position_encoding, dtype, inputs)
-            if FLAGS.output:
-                with open(FLAGS.output, "w") as f:
-                    f.write(markdown_table(HEADER, rows, ALIGN) + "\n")
+            model, timings, kernels[f"{position_encoding} {dtype}"] = (
+                model_rows(position_encoding, dtype, inputs)
+            )
+            rows += model
+            samples[f"{position_encoding} {dtype}"] = {
+                f"{step}, {'fused' if fused else 'explicit'}": t
+                for (step, fused), t in timings.items()
+            }
+            harness.write_json(
+                FLAGS.output,
+                samples,
+                device=device.device_kind,
+                kernels=kernels,
+                table=markdown_table(HEADER, rows, ALIGN),
+            )
     harness.print_table(
         f"dims {describe_dims()}, rounds={FLAGS.rounds}x"
         f"{FLAGS.steps_per_round} steps, {device.device_kind}",

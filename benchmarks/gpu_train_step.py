@@ -84,7 +84,13 @@ flags.DEFINE_float(
     "(H100 SXM and H200: 989 for bfloat16).",
 )
 flags.DEFINE_string("profile_dir", None, "Write traces and HLO here.")
-flags.DEFINE_string("output", None, "Also write the table here.")
+flags.DEFINE_string(
+    "output",
+    None,
+    "Raw JSON file to write: the harness's record (command, machine, date, "
+    "flags, every round's timings), the table, each encoding's attention "
+    "kernel and device megabytes.",
+)
 
 KERAS_HUB = "keras-hub BERT"
 FUSED_ATTENTION = re.compile(r'custom_call_target="__cudnn\$fmha[A-Za-z]*"')
@@ -368,8 +374,19 @@ def main(_):
         table_rows(candidates, samples, flops),
         align=[None] * 2 + ["right"] * (len(header()) - 2),
     )
-    if FLAGS.output:
-        pathlib.Path(FLAGS.output).write_text(text + "\n")
+    harness.write_json(
+        FLAGS.output,
+        samples,
+        device=device,
+        table=text,
+        attention={n: c.kernel for n, c in candidates.items()},
+        megabytes={n: c.megabytes for n, c in candidates.items()},
+        predict_megabytes={
+            n: c.predict_megabytes
+            for n, c in candidates.items()
+            if FLAGS.predict
+        },
+    )
     if FLAGS.profile_dir:
         for name, candidate in candidates.items():
             profile(name, candidate)

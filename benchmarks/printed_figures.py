@@ -3,9 +3,10 @@
 They predate the harness's JSON record (`harness.write_json`); each function
 here parses the markdown tables and lines a run printed and returns the
 `figures.Figures` of docs/benchmarks.md, as `figures.py` does for the JSON
-records (its `FIGURES` names both).
+records (`figures.figure_functions()` maps every raw file to its function).
 """
 
+import json
 import re
 
 from figures import EXPORT_TARGET
@@ -202,8 +203,11 @@ def shard_building_scale(path):
 
 
 def export_latency(path):
-    """benchmarks/export_latency.py: one row per export, folded or not."""
+    """benchmarks/export_latency.py: one row per export, folded or not
+    (its printed output, or its JSON record's `report`)."""
     text = read(path)
+    if path.endswith(".json"):
+        text = json.loads(text)["report"]
     cells = {row["model"]: row for row in markdown_rows(text.splitlines())}
     columns = [c for c in next(iter(cells.values())) if c != "model"]
     batches = [column.split(":")[0] for column in columns]

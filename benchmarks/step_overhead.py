@@ -25,6 +25,7 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import figures  # noqa: E402
 import harness  # noqa: E402
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
@@ -55,7 +56,6 @@ flags.DEFINE_string(
 
 BASE = "keras-hub BERT"
 MAX_PREDICTIONS = 20
-STEPS = ("train", "predict")
 
 
 def make_batch(rng):
@@ -118,51 +118,19 @@ def model_cases(name, batch):
     }
 
 
-def ratio_cell(summary):
-    """'wall median [min, max] / CPU median' of the per-round ratios."""
-    wall, cpu = summary.wall_ratio, summary.cpu_ratio
-    return (
-        f"{harness.percent(wall.median)} [{harness.percent(wall.low)}, "
-        f"{harness.percent(wall.high)}] / {harness.percent(cpu.median)}"
-    )
-
-
-def table_row(name, samples):
-    cells = [name]
-    for step in STEPS:
-        summary = harness.summarize(
-            samples[name, step], reference=samples[BASE, step]
-        )
-        cells.append(f"{summary.wall.median * 1e3:.1f}")
-        cells.append(ratio_cell(summary))
-    return cells
-
-
 def print_results(title, names, samples):
-    """Prints and returns the table of `samples` ({(name, step): Timings})."""
-    return harness.print_table(
-        title,
-        [
-            "option",
-            "train step ms (wall)",
-            "train vs BERT (wall [min, max] / CPU)",
-            "predict ms (wall)",
-            "predict vs BERT (wall [min, max] / CPU)",
-        ],
-        [table_row(name, samples) for name in names],
-        align=[None] + ["right"] * 4,
-    )
+    """Prints and returns the table of `samples` ({(name, step): Timings})
+    under `title`: figures.py's, which docs/benchmarks.md shows."""
+    text = f"{title}\n\n{figures.step_overhead_table(names, samples)}"
+    print(f"\n{text}", flush=True)
+    return text
 
 
 def read_results(path):
     """(title, names, samples) of a JSON file that `--output` wrote."""
     with open(path) as f:
         raw = json.load(f)
-    samples = {
-        tuple(key.rsplit("/", 1)): [harness.Timing(*t) for t in times]
-        for key, times in raw["samples"].items()
-    }
-    names = list(dict.fromkeys(name for name, _ in samples))
+    names, samples = figures.step_overhead_samples(raw)
     return raw["table"].split("\n", 1)[0], names, samples
 
 

@@ -180,6 +180,14 @@ def test_a_number_typed_by_hand_is_caught(tmp_path):
     assert "a number typed by hand" in found and "3 days" in found
 
 
+def test_export_latency_reads_its_json_record_too(tmp_path):
+    printed = os.path.join(RESULTS, "export_latency_9rounds.txt")
+    record = tmp_path / "export_latency_9rounds.json"
+    record.write_text(json.dumps({"report": _read(printed)}))
+    function = figures.figure_functions()["export_latency_9rounds.txt"]
+    assert function(str(record)) == function(printed)
+
+
 def _perturbed(value, factors):
     """`value` with each float scaled by the next of `factors`."""
     if isinstance(value, float):
