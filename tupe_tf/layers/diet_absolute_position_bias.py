@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from tupe_tf.layers.initializers import with_seed_offset
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.sharing import SharedTables
 
@@ -21,7 +22,8 @@ class DietAbsolutePositionBias(SharedTables, PositionBiasLayer):
         rank: int. `r`, the rank of the factorisation.
         sharing: str. `layer-wise` (one pair per head for all layers),
             `head-wise` (one pair per layer for its heads) or `none`.
-        initializer: initializer of the tables.
+        initializer: initializer of the tables (`P_K` with its seed offset
+            by one: the two start independent, not equal).
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -72,7 +74,9 @@ class DietAbsolutePositionBias(SharedTables, PositionBiasLayer):
             name="query_positions", shape=shape, initializer=self.initializer
         )
         self.key_positions = self.add_weight(
-            name="key_positions", shape=shape, initializer=self.initializer
+            name="key_positions",
+            shape=shape,
+            initializer=with_seed_offset(self.initializer, 1),
         )
         self.built = True
 

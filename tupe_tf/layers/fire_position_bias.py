@@ -37,9 +37,9 @@ class FirePositionBias(PositionBiasLayer):
         mlp_width: int >= 1. Hidden width of `f` (32 in the paper).
         initial_c: float > 0. Initial `c` (0.1 in the paper).
         initial_threshold: float >= 1. Initial `L` (512 in the paper).
-        initializer: initializer of the MLP kernels, or None (default) for
-            `nn.Linear`'s `U(+-1/sqrt(fan_in))`; the biases always start
-            from `nn.Linear`'s rule.
+        seed: int or None. Seed of the MLP's initial values (its four
+            weights take `seed` to `seed + 3`); None draws them from Keras'
+            global seed.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -60,7 +60,7 @@ class FirePositionBias(PositionBiasLayer):
         mlp_width=32,
         initial_c=0.1,
         initial_threshold=512.0,
-        initializer=None,
+        seed=None,
         **kwargs,
     ):
         super().__init__(max_sequence_length=max_sequence_length, **kwargs)
@@ -83,26 +83,27 @@ class FirePositionBias(PositionBiasLayer):
         self.mlp_width = mlp_width
         self.initial_c = float(initial_c)
         self.initial_threshold = float(initial_threshold)
-        self.initializer = (
-            None if initializer is None else keras.initializers.get(initializer)
-        )
+        self.seed = seed
 
-    def _dense_weights(self, name, fan_in, fan_out):
-        """A kernel `(fan_in, fan_out)` and bias, `nn.Linear`'s initial
-        values (the kernel from `initializer` when one is given)."""
+    def _dense_weights(self, name, fan_in, fan_out, first_seed):
+        """A kernel `(fan_in, fan_out)` and bias with `nn.Linear`'s initial
+        values, seeded `first_seed` and `first_seed + 1` (when not None)."""
         bound = fan_in**-0.5
-        kernel = self.add_weight(
-            name=f"{name}_kernel",
-            shape=(fan_in, fan_out),
-            initializer=self.initializer
-            or keras.initializers.RandomUniform(-bound, bound),
-        )
-        bias = self.add_weight(
-            name=f"{name}_bias",
-            shape=(fan_out,),
-            initializer=keras.initializers.RandomUniform(-bound, bound),
-        )
-        return kernel, bias
+        weights = []
+        for offset, (part, shape) in enumerate(
+            (("kernel", (fan_in, fan_out)), ("bias", (fan_out,)))
+        ):
+            seed = None if first_seed is None else first_seed + offset
+            weights.append(
+                self.add_weight(
+                    name=f"{name}_{part}",
+                    shape=shape,
+                    initializer=keras.initializers.RandomUniform(
+                        -bound, bound, seed=seed
+                    ),
+                )
+            )
+        return weights
 
     def build(self, input_shape=None):
         self.c = self.add_weight(
@@ -115,11 +116,15 @@ class FirePositionBias(PositionBiasLayer):
             shape=(),
             initializer=keras.initializers.Constant(1.0),
         )
+        seed = self.seed
         self.hidden_kernel, self.hidden_bias = self._dense_weights(
-            "hidden", 2, self.mlp_width
+            "hidden", 2, self.mlp_width, seed
         )
         self.output_kernel, self.output_bias = self._dense_weights(
-            "output", self.mlp_width, self.num_heads
+            "output",
+            self.mlp_width,
+            self.num_heads,
+            None if seed is None else seed + 2,
         )
         self.built = True
 
@@ -159,11 +164,7 @@ class FirePositionBias(PositionBiasLayer):
                 "mlp_width": self.mlp_width,
                 "initial_c": self.initial_c,
                 "initial_threshold": self.initial_threshold,
-                "initializer": (
-                    None
-                    if self.initializer is None
-                    else keras.initializers.serialize(self.initializer)
-                ),
+                "seed": self.seed,
             }
         )
         return config

@@ -27,6 +27,8 @@ class KerplePositionBias(PositionBiasLayer):
     Args:
         num_heads: int >= 1. Number of attention heads.
         max_sequence_length: int. The longest sequence supported.
+        seed: int or None. Seed of the initial values (`r2` takes
+            `seed + 1`); None draws one from Keras' global seed.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -40,7 +42,7 @@ class KerplePositionBias(PositionBiasLayer):
     ```
     """
 
-    def __init__(self, num_heads, max_sequence_length, **kwargs):
+    def __init__(self, num_heads, max_sequence_length, seed=None, **kwargs):
         super().__init__(max_sequence_length=max_sequence_length, **kwargs)
         if not (isinstance(num_heads, int) and num_heads >= 1):
             raise ValueError(
@@ -48,18 +50,25 @@ class KerplePositionBias(PositionBiasLayer):
                 f"num_heads={num_heads!r}"
             )
         self.num_heads = num_heads
+        self.seed = seed
 
     def build(self, input_shape=None):
         self.scales = self.add_weight(
             name="scales",
             shape=(self.num_heads,),
-            initializer=clamped_uniform_initializer(2.0, MIN_PARAMETER),
+            initializer=clamped_uniform_initializer(
+                2.0, MIN_PARAMETER, seed=self.seed
+            ),
             constraint=AtLeast(MIN_PARAMETER),
         )
         self.rates = self.add_weight(
             name="rates",
             shape=(self.num_heads,),
-            initializer=clamped_uniform_initializer(1.0, MIN_PARAMETER),
+            initializer=clamped_uniform_initializer(
+                1.0,
+                MIN_PARAMETER,
+                seed=None if self.seed is None else self.seed + 1,
+            ),
             constraint=AtLeast(MIN_PARAMETER),
         )
         self.built = True
@@ -82,5 +91,5 @@ class KerplePositionBias(PositionBiasLayer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"num_heads": self.num_heads})
+        config.update({"num_heads": self.num_heads, "seed": self.seed})
         return config

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers.initializers import with_seed_offset
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.untied_position_offsets import UntiedPositionOffsets
@@ -72,7 +73,8 @@ class UntiedPositionBias(UntiedPositionOffsets):
         scale: float or None. Defaults to `1/sqrt(2 * head_dim)`.
         layer_norm_epsilon: float. Epsilon of `LN_p` (1e-5, the reference
             code's).
-        initializer: initializer of the table and projections.
+        initializer: initializer of the table, projections and relative
+            table (each weight draws its own values: `with_seed_offset`).
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -133,7 +135,7 @@ class UntiedPositionBias(UntiedPositionOffsets):
                 num_buckets=relative_buckets,
                 max_distance=relative_max_distance,
                 cls_buckets=cls_relative == "reference",
-                initializer=self.initializer,
+                initializer=with_seed_offset(self.initializer, 3),
                 name="relative_position_bias",
             )
 

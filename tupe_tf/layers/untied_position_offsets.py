@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from tupe_tf.layers.initializers import with_seed_offset
 from tupe_tf.layers.position_bias_layer import PositionBiasLayer
 
 
@@ -26,7 +27,8 @@ class UntiedPositionOffsets(PositionBiasLayer):
             `content_free_bias`; defaults to `1/sqrt(4 * head_dim)`.
         layer_norm_epsilon: float. Epsilon of `LN_p`; 1e-5 as in the TUPE
             authors' code.
-        initializer: initializer of the table and projections.
+        initializer: initializer of the table and projections (each weight
+            draws its own values from it: `with_seed_offset`).
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Returns:
@@ -78,15 +80,17 @@ class UntiedPositionOffsets(PositionBiasLayer):
             dtype="float32",
             name="position_layer_norm",
         )
+        # The table takes the seed as it is, the projections offsets 1, 2
+        # (3: `UntiedPositionBias`' relative table): independent values.
         self.query_projection = keras.layers.Dense(
             hidden_dim,
-            kernel_initializer=self.initializer,
+            kernel_initializer=with_seed_offset(self.initializer, 1),
             dtype="float32",
             name="position_query_projection",
         )
         self.key_projection = keras.layers.Dense(
             hidden_dim,
-            kernel_initializer=self.initializer,
+            kernel_initializer=with_seed_offset(self.initializer, 2),
             dtype="float32",
             name="position_key_projection",
         )

@@ -18,6 +18,7 @@ Example:
 """
 
 import functools
+import types
 
 import keras
 
@@ -25,6 +26,8 @@ from tupe_tf.layers.alibi_position_bias import AlibiPositionBias
 from tupe_tf.layers.diet_absolute_position_bias import DietAbsolutePositionBias
 from tupe_tf.layers.diet_relative_position_bias import DietRelativePositionBias
 from tupe_tf.layers.fire_position_bias import FirePositionBias
+from tupe_tf.layers.initializers import seed_of
+from tupe_tf.layers.initializers import with_seed_offset
 from tupe_tf.layers.kerple_position_bias import KerplePositionBias
 from tupe_tf.layers.relative_position_bias import RelativePositionBias
 from tupe_tf.layers.rotary_position_tables import RotaryPositionTables
@@ -119,28 +122,35 @@ def _alibi(args):
 
 
 def _kerple(args):
+    # Seeded from the options' initializer: no seed drawn from Keras' global
+    # state, so the later layers start as the other options' do.
     return KerplePositionBias(
         num_heads=args.num_heads,
         max_sequence_length=args.max_sequence_length,
+        seed=seed_of(args.initializer),
         name="kerple_position_bias",
     )
 
 
 def _fire(args):
     # The MLP starts as the FIRE code's (`nn.Linear`), not from BERT's
-    # initializer: with it the initial bias would be about 1e-4.
+    # initializer (with it the initial bias would be about 1e-4); seeded as
+    # `_kerple`.
     return FirePositionBias(
         num_heads=args.num_heads,
         max_sequence_length=args.max_sequence_length,
+        seed=seed_of(args.initializer),
         name="fire_position_bias",
     )
 
 
 def _shaw(args):
+    # One table per layer, each with its own values (the seed offset by the
+    # layer's index), as Shaw et al.'s layers draw theirs.
     return ShawRelativeLogits(
         head_dim=args.head_dim,
         max_distance=args.shaw_max_distance,
-        initializer=args.initializer,
+        initializer=with_seed_offset(args.initializer, args.layer_index),
         dtype=args.dtype,
         name="shaw_relative_logits",
     )
@@ -148,7 +158,8 @@ def _shaw(args):
 
 # Each kind of layer a row of `POSITION_ENCODING_TABLE` names -> its
 # builder, `builder(args) -> keras.layers.Layer`; `args` has every backbone
-# argument plus `head_dim`, `sharing` (resolved), `initializer` and `dtype`.
+# argument plus `head_dim`, `sharing` (resolved), `initializer`, `dtype`
+# and `layer_index` (the encoder layer of a per-layer hook, else 0).
 LAYER_BUILDERS = {
     "relative": _relative,
     "untied": functools.partial(_untied, relative=False),
@@ -164,10 +175,15 @@ LAYER_BUILDERS = {
 }
 
 
-def build_layer(kind, args):
+def build_layer(kind, args, layer_index=0):
     """The layer of `kind` (a key of `LAYER_BUILDERS`) for the backbone
-    `args`; None when `kind` is None (no such layer)."""
-    return LAYER_BUILDERS[kind](args) if kind else None
+    `args` (and the encoder layer `layer_index` of a per-layer hook); None
+    when `kind` is None (no such layer)."""
+    if not kind:
+        return None
+    return LAYER_BUILDERS[kind](
+        types.SimpleNamespace(**vars(args), layer_index=layer_index)
+    )
 
 
 # Backbone arguments that only some options accept (some row's `arguments`);

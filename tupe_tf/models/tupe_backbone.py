@@ -282,7 +282,9 @@ class TupeBackbone(Backbone):
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 content_scale=encoding.content_scale(head_dim),
-                query_logits=build_layer(encoding.query_logits, layer_args),
+                query_logits=build_layer(
+                    encoding.query_logits, layer_args, layer_index=i
+                ),
                 activation=FEEDFORWARD_ACTIVATIONS[intermediate_activation],
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
