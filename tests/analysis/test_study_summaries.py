@@ -10,25 +10,57 @@ from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
 
 
-def test_stats_say_no_difference_when_intervals_overlap():
-    a = study_stats.spread([5.0, 5.2, 5.4])
-    b = study_stats.spread([5.3, 5.5, 5.6])
-    c = study_stats.spread([4.0, 4.1, 4.2])
-    assert study_stats.compare_to(a, b, True) == "no difference"
-    assert study_stats.compare_to(c, b, True) == "better"
-    assert study_stats.compare_to(b, c, True) == "worse"
-    # One seed has no interval: no "better" or "worse", only which is lower.
-    one = study_stats.spread([5.0])
-    assert (
-        study_stats.compare_to(one, b, True) == "lower (1 seed: no conclusion)"
-    )
-    assert study_stats.compare_to(b, one, True) == (
-        "higher (1 seed: no conclusion)"
-    )
+def _curve_record(variant, seed, losses):
+    return {
+        "variant": variant,
+        "seed": seed,
+        "curve": {"steps": [100, 200, 300], "val_loss": losses},
+        "final_val_loss": losses[-1],
+        "heldout_loss_by_length": {},
+    }
+
+
+def test_pretraining_is_compared_by_seed_with_bert_and_nope():
     assert study_stats.step_spread([100, None, 300], 400)["text"] == (
         "300 [100, >400]"
     )
-    assert study_stats.plateau_exit_step([1, 2, 3], [6.0, 5.5, 5.3], 5.7) == 3
+    config = compare.CompareConfig()
+    # rope is below nope in every seed from step 200, by 0.1 to 0.3.
+    pretrain = (
+        [
+            _curve_record("nope", seed, [6.0, 5.8, 5.8 + seed / 100])
+            for seed in range(3)
+        ]
+        + [_curve_record("bert", seed, [6.0, 5.8, 5.9]) for seed in range(3)]
+        + [
+            _curve_record("rope", seed, [6.0, 5.7 - seed / 10, 5.5])
+            for seed in range(3)
+        ]
+    )
+    order = ["bert", "rope", "nope"]
+    summary = study_summary.pretrain_summary(config, pretrain, order)
+    rope = summary["rope"]["versus"]
+    assert rope["nope"].n == 3 and rope["nope"].p == 0.25
+    assert (rope["nope"].low, rope["nope"].high) == pytest.approx((-0.32, -0.3))
+    # Holm over the two variants compared with bert: 0.25 x 2.
+    assert rope["bert"].p_holm == 0.5 and not rope["bert"].different
+    assert summary["nope"]["versus"]["nope"] is None
+    # Three seeds cannot reach the rule's 0.05 at any step.
+    assert study_summary.first_steps_below(pretrain, order) == {
+        "bert": None,
+        "rope": None,
+    }
+    # Six seeds can: rope is below nope from step 200 on.
+    six = pretrain + [
+        _curve_record(r["variant"], r["seed"] + 3, r["curve"]["val_loss"])
+        for r in pretrain
+    ]
+    assert study_summary.first_steps_below(six, ["rope"]) == {"rope": 200}
+    table = study_report.render_tables(config, pretrain, [], order)
+    assert (
+        "| rope | 0,1,2 | 5.500 [5.500, 5.500] | -0.400 [-0.400, -0.400], n 3, "
+        "p 0.25, Holm 0.5 | -0.310 [-0.320, -0.300], n 3, p 0.25, Holm 0.5 |"
+    ) in table
 
 
 def test_glue_selection_takes_the_best_median_rate_and_shows_each():
@@ -67,21 +99,28 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
     assert rows["bert"]["median_by_rate"] == {3e-4: 0.70, 1e-3: 0.72}
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
-        "| bert | 0.001 | 0.720 [0.700, 0.730] | worse | 0.0003: 0.700, 0.001: 0.720 |"
-        in table
+        # Paired by fine-tuning seed with the control's 0.79, 0.80, 0.81.
+        "| bert | 0.001 | 0.720 [0.700, 0.730] | -0.083 [-0.090, -0.080], n 3, "
+        "p 0.25, Holm 0.25 | 0.0003: 0.700, 0.001: 0.720 |" in table
     )
     # With one configured rate the per-rate column is left out.
     config.finetune.learning_rates = [1e-3]
     table = study_report.render_tables(config, [], finetune, ["bert"])
-    assert "| bert | 0.001 | 0.720 [0.700, 0.730] | no difference |" in table
+    # Against the control's 0.70, 0.78, 0.79: of the sums +-0 +-0.06
+    # +-0.06, half are as far from 0.
+    assert (
+        "| bert | 0.001 | 0.720 [0.700, 0.730] | -0.040 [-0.060, +0.000], n 3, "
+        "p 0.5, Holm 0.5 |"
+    ) in table
     config.glue_pretrain_seeds = [0, 1]
     rows = study_summary.glue_summary(config, finetune, ["bert"])["sst2"]
     assert rows["bert"]["score"]["median"] == pytest.approx(0.815)
     assert rows["bert"]["runs"] == 6
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
-        "| bert | 0.001 | 0.815 [0.700, 0.920] | no difference | 0,1 (6) |"
-        in table
+        # Per fine-tuning seed the mean of the two models: 0.80, 0.815, 0.825.
+        "| bert | 0.001 | 0.815 [0.700, 0.920] | +0.057 [+0.035, +0.100], n 3, "
+        "p 0.25, Holm 0.25 | 0,1 (6) |" in table
     )
     assert (
         "| no-pretraining | 0.001 | 0.780 [0.700, 0.790] | control | - (3) |"
@@ -114,20 +153,20 @@ def _pretraining_record(variant, seed, final):
     }
 
 
-def test_extension_gaps_are_spread_over_seeds_and_plateau_seeds_flagged():
+def test_extension_gaps_are_spread_over_seeds_and_compared_by_seed():
     from tupe_tf.analysis import study_extension
     from tupe_tf.analysis import study_findings
 
     config = compare.CompareConfig()
-    # tupe-a: seed 0 never left the plateau (5.6 > 5.4) and keeps its gap
-    # (+0.125 -> +0.125); seed 1 left it and narrows (+0.5 -> +0.25).
-    # nope: +0.0625 -> +0.03125 at both seeds.
+    # tupe-a: seed 0 keeps its gap (+0.125 -> +0.125), seed 1 narrows it
+    # (+0.5 -> +0.25); nope: +0.0625 -> +0.03125 at both seeds.
     extensions = [
         _extension_record("tupe-a", 0, (6.5, 6.6), 6.625, (6.25, 6.375)),
         _extension_record("tupe-a", 1, (6.0, 6.6), 6.5, (5.75, 6.0)),
         _extension_record("nope", 0, (6.5, 6.6), 6.5625, (6.4375, 6.46875)),
         _extension_record("nope", 1, (6.5, 6.6), 6.5625, (6.4375, 6.46875)),
     ]
+    # tupe-a's pre-training ends 0.2 and 0.6 below nope's.
     pretrain = [
         _pretraining_record("tupe-a", 0, 5.6),
         _pretraining_record("tupe-a", 1, 5.2),
@@ -136,26 +175,31 @@ def test_extension_gaps_are_spread_over_seeds_and_plateau_seeds_flagged():
     ]
     order = ["tupe-a", "nope"]
     table = study_extension.render_table(config, extensions, pretrain, order)
+    # The change -0 and -0.25: of the sums +-0 +-0.25 all are as far
+    # from 0 (p 1); nope's -0.031 twice gives p 0.5, Holm 1 over the two.
     assert (
-        "| tupe-a | 500 | 0,1 | 0 | 6.250 [6.000, 6.500] | 6.600 [6.600, 6.600] | "
-        "6.562 [6.500, 6.625] | 6.188 [6.000, 6.375] | 6.000 [5.750, 6.250] | "
-        "+0.312 [+0.125, +0.500] | +0.188 [+0.125, +0.250] |"
+        "| tupe-a | 500 | 0,1 | -0.400 [-0.600, -0.200] | 6.250 [6.000, 6.500] | "
+        "6.600 [6.600, 6.600] | 6.562 [6.500, 6.625] | 6.188 [6.000, 6.375] | "
+        "6.000 [5.750, 6.250] | +0.312 [+0.125, +0.500] | "
+        "+0.188 [+0.125, +0.250] | -0.125 [-0.250, +0.000], n 2, p 1, Holm 1 |"
     ) in table
-    assert "| nope | 500 | 0,1 | 0,1 | 6.500 [6.500, 6.500] | " in table
+    assert "| nope | 500 | 0,1 | - | 6.500 [6.500, 6.500] | " in table
+    assert "-0.031 [-0.031, -0.031], n 2, p 0.5, Holm 1 |" in table
     text = study_findings.Findings(
         config, pretrain, [], extensions, [], order
     ).extension()
-    assert "(`extend/`, 2 seeds each)" in text
-    assert "`nope` (no positions) +0.062 [+0.062, +0.062] -> +0.031 [" in text
     assert (
-        "narrowed in some seeds: `tupe-a` +0.312 [+0.125, +0.500] -> "
-        "+0.188 [+0.125, +0.250]"
+        "(`extend/`, 2 seeds each): the gap, loss at 256 minus at 64, after "
+        "the second phase minus before it at the same seed: `tupe-a` -0.125 "
+        "[-0.250, +0.000], `nope` -0.031 [-0.031, -0.031]; different by the "
+        "rule: none of 2."
     ) in text
-    assert "pre-training left the plateau: `tupe-a` 1; every other" in text
     # One seed of nope: each variant says how many seeds its gap rests on.
     text = study_findings.Findings(
         config, pretrain, [], extensions[:3], [], order
     ).extension()
     assert "(`extend/`, 1-2 seeds per variant" in text
-    assert "`nope` (1 seed) (no positions) +0.062 -> +0.031" in text
-    assert "`tupe-a` (2 seeds) +0.312 [+0.125, +0.500] -> " in text
+    assert (
+        "`tupe-a` (2 seeds) -0.125 [-0.250, +0.000], `nope` (1 seed) -0.031;"
+        in text
+    )

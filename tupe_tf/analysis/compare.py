@@ -23,8 +23,9 @@ The study is split by step; this module is its public entry:
   fine-tuning and extension: `study_findings_tuning`; their wording and
   the documents' blocks: `study_findings_markdown`);
 - `study_extension`: the context extension runs and their table;
-- `study_data`, `study_stats`, `study_figures`: the held-out split, the
-  seed statistics and the figures.
+- `study_data`, `study_stats`, `paired_stats`, `study_figures`: the
+  held-out split, the spreads over seeds, the one rule every comparison
+  between variants follows, and the figures.
 
 Example:
 

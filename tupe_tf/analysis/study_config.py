@@ -31,7 +31,6 @@ from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import greater_than
 from tupe_tf.utils.settings import nested
 from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
@@ -69,8 +68,8 @@ VARIANTS = study_variants()
 def study_pretraining():
     """The pre-training every run of the study shares, with the study's
     defaults; each run sets its model directory, seed, data, variant and
-    evaluation interval. Fewer steps (or a smaller batch) leave a variant
-    on the unigram plateau on the study's data (docs/results.md)."""
+    evaluation interval (docs/results.md section 1: how the budget was
+    chosen)."""
     return PretrainConfig(
         work_dir="runs/study_data",
         seq_length=64,
@@ -194,12 +193,6 @@ class CompareConfig(Settings):
         100,
         help="Steps between validation-loss points of the curve.",
         valid=at_least(1),
-    )
-    plateau_loss: float = setting(
-        5.7,
-        help="Validation loss of the plateau; the exit step is the first "
-        "point study_stats.PLATEAU_MARGIN below it (report only).",
-        valid=greater_than(0),
     )
     glue_tasks: Sequence[str] = setting(
         ("cola", "sst2"),

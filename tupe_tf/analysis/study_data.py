@@ -37,8 +37,8 @@ class StudyData:
         train_files: training shards at the training length.
         eval_files: `{length: [shard]}` of the held-out documents.
         unigram_loss: cross-entropy (nats) of the held-out masked targets
-            under the training targets' unigram frequencies: the loss of the
-            "bag-of-words" plateau.
+            under the training targets' unigram frequencies: the loss of a
+            model that ignores its input.
         stats: document and character counts of the split.
         fingerprint: sha256 over the vocabulary and every shard: two runs
             with the same fingerprint saw the same data.

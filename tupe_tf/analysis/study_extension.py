@@ -26,10 +26,12 @@ import shutil
 import time
 
 from tupe_tf import training
+from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_data
 from tupe_tf.analysis import study_plan
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
+from tupe_tf.analysis.study_config import NO_POSITIONS
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.models.context_extension import copy_weights
 from tupe_tf.utils.markdown import markdown_table
@@ -155,21 +157,33 @@ def gaps(record, short, long):
     )
 
 
-def _left_plateau(config, pretraining):
-    curve = pretraining["curve"]
-    exit_step = study_stats.plateau_exit_step(
-        curve["steps"], curve["val_loss"], config.plateau_loss
+def _final_versus_nope(variant, seeds, pretrained):
+    """`Paired` of the extended seeds' pre-training final loss minus
+    `nope`'s at the same seed (None for `nope` itself)."""
+    if variant == NO_POSITIONS:
+        return None
+    finals = {
+        (v, seed): r["final_val_loss"] for (v, seed), r in pretrained.items()
+    }
+    return paired_stats.paired(
+        {s: finals[(variant, s)] for s in seeds if (variant, s) in finals},
+        {
+            s: finals[(NO_POSITIONS, s)]
+            for s in seeds
+            if (NO_POSITIONS, s) in finals
+        },
     )
-    return exit_step is not None
 
 
 def summarize(config, records, pretrain, order):
     """Per (variant, steps), in `order`: spreads over the extended seeds.
 
-    Returns a list of dicts with `variant`, `steps`, `seeds`, `on_plateau`
-    (the extended seeds whose pre-training never left the unigram plateau),
-    `losses` (`{column: spread}` of the held-out losses) and the `before`
-    and `after` spreads of `gaps`.
+    Returns a list of dicts with `variant`, `steps`, `seeds`,
+    `versus_nope` (the extended seeds' pre-training final loss minus
+    `nope`'s, the bag-of-words level, `paired_stats.Paired`), `losses`
+    (`{column: spread}` of the held-out losses), the `before` and `after`
+    spreads of `gaps` and `change`, after minus before at the same seed
+    (`paired_stats`, Holm over the rows of the same `steps`).
     """
     short = str(config.pretrain.seq_length)
     long = str(config.extension_length)
@@ -197,14 +211,9 @@ def summarize(config, records, pretrain, order):
                 "variant": variant,
                 "steps": steps,
                 "seeds": [r["seed"] for r in group],
-                "on_plateau": [
-                    r["seed"]
-                    for r in group
-                    if (variant, r["seed"]) in pretrained
-                    and not _left_plateau(
-                        config, pretrained[(variant, r["seed"])]
-                    )
-                ],
+                "versus_nope": _final_versus_nope(
+                    variant, [r["seed"] for r in group], pretrained
+                ),
                 "losses": {
                     name: study_stats.spread(
                         [r["heldout_loss"][phase][n] for r in group]
@@ -213,8 +222,19 @@ def summarize(config, records, pretrain, order):
                 },
                 "before": study_stats.spread([b for b, _ in pairs]),
                 "after": study_stats.spread([a for _, a in pairs]),
+                "change": paired_stats.paired(
+                    {r["seed"]: a for r, (_, a) in zip(group, pairs)},
+                    {r["seed"]: b for r, (b, _) in zip(group, pairs)},
+                ),
             }
         )
+    for steps in {row["steps"] for row in rows}:
+        family = [row for row in rows if row["steps"] == steps]
+        decided = paired_stats.decide(
+            {i: r["change"] for i, r in enumerate(family)}
+        )
+        for i, row in enumerate(family):
+            row["change"] = decided[i]
     return rows
 
 
@@ -230,25 +250,29 @@ def render_table(config, records, pretrain, order):
     long = config.extension_length
     rows = summarize(config, records, pretrain, order)
     header = (
-        ["variant", "steps", "seeds", "seeds on the plateau"]
+        ["variant", "steps", "seeds", f"final loss - {NO_POSITIONS}'s"]
         + list(rows[0]["losses"])
-        + [f"{long} - {short}, refilled", f"{long} - {short}, extended"]
+        + [
+            f"{long} - {short}, refilled",
+            f"{long} - {short}, extended",
+            "extended - refilled",
+        ]
     )
     cells = [
         [
             row["variant"],
             str(row["steps"]),
             _seed_list(row["seeds"]),
-            _seed_list(row["on_plateau"]),
+            paired_stats.format_difference(row["versus_nope"]),
         ]
         + [study_stats.format_spread(s) for s in row["losses"].values()]
         + [
             study_stats.format_spread(row["before"], signed=True),
             study_stats.format_spread(row["after"], signed=True),
+            paired_stats.describe(row["change"]),
         ]
         for row in rows
     ]
-    threshold = config.plateau_loss - study_stats.PLATEAU_MARGIN
     return (
         f"Context extension {short} -> {long}: held-out MLM loss, median "
         "[min, max] over the extended pre-training seeds (`seeds`), of "
@@ -258,7 +282,10 @@ def render_table(config, records, pretrain, order):
         f"step); `{long} - {short}`: per seed, how much worse the model "
         "does on the longer inputs than on the trained ones, before and "
         "after the second phase (which also trains the model further: the "
-        f"`{short} extended` column); `seeds on the plateau`: extended "
-        "seeds whose pre-training never reached a validation loss below "
-        f"{threshold:g}:\n\n" + markdown_table(header, cells)
+        f"`{short} extended` column); `extended - refilled`: that gap after "
+        "minus before at the same seed (mean [min, max], the rule of "
+        f"`paired_stats`); `final loss - {NO_POSITIONS}'s`: the extended "
+        "seeds' pre-training final validation loss minus "
+        f"`{NO_POSITIONS}`'s at the same seed, the bag-of-words level:\n\n"
+        + markdown_table(header, cells)
     )

@@ -16,14 +16,14 @@ def _colors(order):
     return {name: cmap(i % cmap.N) for i, name in enumerate(order)}
 
 
-def plot_loss_bands(pretrain, order, plateau_loss, path):
+def plot_loss_bands(pretrain, order, path):
     """`draw_loss_bands` saved as a PNG at `path`; returns `path`."""
     return save_figure(
-        draw_loss_bands(pretrain, order, plateau_loss), path, metadata=_METADATA
+        draw_loss_bands(pretrain, order), path, metadata=_METADATA
     )
 
 
-def draw_loss_bands(pretrain, order, plateau_loss):
+def draw_loss_bands(pretrain, order):
     """Validation loss per variant: median over seeds (one line per variant,
     labelled `<variant> (n=<seeds>)`), min-max band, log-x. Returns the
     figure."""
@@ -59,13 +59,6 @@ def draw_loss_bands(pretrain, order, plateau_loss):
                 alpha=0.2,
                 linewidth=0,
             )
-    ax.axhline(
-        plateau_loss - study_stats.PLATEAU_MARGIN,
-        color="k",
-        linestyle=":",
-        linewidth=1,
-        label="plateau exit threshold",
-    )
     ax.set_xscale("log")
     ax.set_xlabel("pre-training step (log scale)")
     ax.set_ylabel("validation MLM loss (Keras: mean over prediction slots)")

@@ -1,15 +1,17 @@
 """The study's findings in words, written from the per-run JSON files only.
 
 Every number and every grouping of variants in these sentences is computed
-from the records by the rules of the tables (`study_stats`: median [min,
-max] over seeds, "no difference" where the min-max intervals overlap), with
-the seed count it rests on; nothing is typed by hand. `Findings` gives
-them as markdown blocks: the findings of pre-training (here) and those of
-fine-tuning and context extension (`study_findings_tuning`), worded and
-wrapped by `study_findings_markdown`. `study_report` writes them to
-`findings.md` beside `tables.md`, and rewrites the blocks of them that
-markdown files (the project's `README.md` and `docs/results.md`) carry
-between markers (`--findings_docs`, `study_findings_markdown.updated_doc`);
+from the records: spreads are median [min, max] over seeds
+(`study_stats`), and every comparison between variants follows the one
+rule of `paired_stats` (paired differences per seed, an exact sign-flip
+test, Holm over each family), with the seed count it rests on; nothing is
+typed by hand. `Findings` gives them as markdown blocks: the findings of
+pre-training (here) and those of fine-tuning and context extension
+(`study_findings_tuning`), worded and wrapped by
+`study_findings_markdown`. `study_report` writes them to `findings.md`
+beside `tables.md`, and rewrites the blocks of them that markdown files
+(the project's `README.md` and `docs/results.md`) carry between markers
+(`--findings_docs`, `study_findings_markdown.updated_doc`);
 tests/analysis/test_docs.py checks that those blocks follow from the
 committed records.
 
@@ -19,57 +21,32 @@ Example:
 `rope`, `shaw` and `tupe-r`
 """
 
-import re
-
+from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import NO_POSITIONS
 from tupe_tf.analysis.study_config import REFERENCE
 from tupe_tf.analysis.study_findings_markdown import bullets
-from tupe_tf.analysis.study_findings_markdown import join
+from tupe_tf.analysis.study_findings_markdown import called
+from tupe_tf.analysis.study_findings_markdown import differences
 from tupe_tf.analysis.study_findings_markdown import names
 from tupe_tf.analysis.study_findings_markdown import seeds_text
 from tupe_tf.analysis.study_findings_markdown import task_name
 from tupe_tf.analysis.study_findings_markdown import wrap
 from tupe_tf.analysis.study_findings_tuning import TuningFindings
 
-# At a seed, the curves of the variants without input positions agree with
-# the curve of `NO_POSITIONS` within PARTING_TOLERANCE until their positions
-# matter.
-PARTING_TOLERANCE = 0.005
-
 
 def _spread(values, signed=False):
     return study_stats.format_spread(study_stats.spread(values), signed=signed)
 
 
-def _steps_text(values, budget):
-    """`study_stats.step_spread`'s text with thousands separators."""
-    text = study_stats.step_spread(values, budget)["text"]
-    return re.sub(r"\d{4,}", lambda m: f"{int(m.group()):,}", text)
-
-
-def _reached(values):
-    """ "2 of 3 seeds": how many of `values` are reached steps."""
-    return f"{sum(v is not None for v in values)} of {len(values)} seeds"
-
-
-def _event_steps(values, budget):
-    """`step 900 [800, 1,100]` when every seed got there, else the steps
-    of the seeds that did (`steps 1,300 and 1,700`)."""
-    reached = sorted(v for v in values if v is not None)
-    if len(reached) == len(values) and len(values) > 1:
-        return f"step {_steps_text(values, budget)}"
-    listed = [f"{v:,}" for v in reached]
-    return ("step " if len(listed) == 1 else "steps ") + join(listed)
-
-
-def _sort_key(values):
-    """Orders event steps: more seeds reaching, then the earlier median."""
-    reached = sorted(v for v in values if v is not None)
-    middle = reached[(len(reached) - 1) // 2] if reached else 0
-    return (-len(reached), middle)
+def _sides(versus):
+    """`(below, above)`: the variants whose difference in `versus`
+    (`{variant: Paired}`) is negative, or positive, in every seed."""
+    below = [v for v, c in versus.items() if c and c.high < 0]
+    above = [v for v, c in versus.items() if c and c.low > 0]
+    return below, above
 
 
 class Findings(TuningFindings):
@@ -97,141 +74,77 @@ class Findings(TuningFindings):
         for run in pretrain:
             self.runs.setdefault(run["variant"], {})[run["seed"]] = run
 
-    def _curve_steps(self, variant, event):
-        """Per seed of `variant`: the step of `event(steps, losses)`."""
-        return [
-            event(run["curve"]["steps"], run["curve"]["val_loss"])
-            for run in self.runs[variant].values()
-        ]
+    def _versus(self, baseline):
+        """`{variant: Paired}` against `baseline`, by the mean difference."""
+        versus = {
+            v: self.summary[v]["versus"][baseline]
+            for v in self.order
+            if v != baseline and self.summary[v]["versus"][baseline]
+        }
+        return dict(sorted(versus.items(), key=lambda kv: kv[1].mean))
 
-    def _exits(self, variant):
-        plateau = self.config.plateau_loss
-        return self._curve_steps(
-            variant,
-            lambda s, v: study_stats.plateau_exit_step(s, v, plateau),
+    def rule(self):
+        """The decision rule, with what it can say on the study's seeds."""
+        n = max(len(runs) for runs in self.runs.values())
+        smallest = paired_stats.smallest_p(n)
+        family = len(self.order) - 1
+        return (
+            "**Rule**: two variants are compared by their differences at "
+            "the same seed, mean [min, max] over seeds; they differ where an "
+            "exact sign-flip test of the mean difference (all 2^n sign "
+            "patterns), Holm-corrected over its family, gives p <= "
+            f"{paired_stats.ALPHA:g}. With {n} seeds the smallest p is "
+            f"{smallest:g}"
+            + (
+                ", so no pair can be called different"
+                if smallest > paired_stats.ALPHA
+                else ""
+            )
+            + f" (with Holm, a family of {family} needs "
+            f"{paired_stats.seeds_needed(family)} seeds)."
         )
 
-    def plateau(self):
-        """Which variants leave the unigram plateau, in how many seeds."""
-        threshold = self.config.plateau_loss - study_stats.PLATEAU_MARGIN
-        exits = {v: self._exits(v) for v in self.order}
-        leaving = sorted(
-            (v for v in self.order if any(exits[v])),
-            key=lambda v: _sort_key(exits[v]),
+    def positions(self):
+        """Each variant's final loss against the bag-of-words level, and
+        the first step it is below it by the rule."""
+        if NO_POSITIONS not in self.summary:
+            return ""
+        versus = self._versus(NO_POSITIONS)
+        first = study_summary.first_steps_below(self.pretrain, self.order)
+        below = [f"`{v}` step {s:,}" for v, s in first.items() if s]
+        counts = [len(self.runs[v]) for v in self.order]
+        return (
+            f"**Uses positions**: final validation loss minus `{NO_POSITIONS}`'s "
+            f"at the same seed ({seeds_text(counts)}), `{NO_POSITIONS}`'s "
+            "being the bag-of-words level (without positions every `[MASK]` "
+            "of a sequence gets one prediction): "
+            + differences(versus)
+            + (
+                "; first below it by the rule: " + ", ".join(below)
+                if below
+                else "; below it by the rule at no evaluated step"
+            )
+            + f" (every {self.config.eval_interval} steps); at the last, "
+            + called(versus)
+            + "."
         )
-        staying = [v for v in self.order if not any(exits[v])]
-        parts = [
-            f"`{v}` in {_reached(exits[v])} "
-            f"({_event_steps(exits[v], self.budget)})"
-            for v in leaving
-        ]
-        text = (
-            "**Off the unigram plateau** (validation loss below "
-            f"{threshold:g} within {self.budget:,} steps): "
-            + ("; ".join(parts) or "no variant")
-        )
-        if staying:
-            seeds = seeds_text([len(exits[v]) for v in staying])
-            text += f"; in no seed ({seeds}): {names(staying)}"
-        return text + "."
 
     def final_loss(self):
         """Each variant's final loss against the reference's."""
         reference = self.summary.get(REFERENCE)
         if not reference:
             return ""
-        groups = {}
-        for variant in self.order:
-            if variant == REFERENCE:
-                continue
-            verdict = study_stats.compare_to(
-                self.summary[variant]["final"], reference["final"], True
-            )
-            verdict = {"better": "lower", "worse": "higher"}.get(
-                verdict, verdict
-            )
-            groups.setdefault(verdict, []).append(variant)
-        rank = {"lower": 0, "no difference": 1, "higher": 2}
-        parts = []
-        for verdict, variants in sorted(
-            groups.items(), key=lambda kv: (rank.get(kv[0], 3), kv[0])
-        ):
-            variants.sort(key=lambda v: self.summary[v]["final"]["median"])
-            if verdict == "no difference":
-                parts.append(f"no difference for {names(variants)}")
-                continue
-            cells = [
-                f"`{v}` {study_stats.format_spread(self.summary[v]['final'])}"
-                + (f" at step {self._reach(v)}" if verdict == "lower" else "")
-                for v in variants
-            ]
-            if verdict == "lower":
-                verdict += f", with the step each reaches `{REFERENCE}`'s,"
-            parts.append(f"{verdict} for " + ", ".join(cells))
+        versus = self._versus(REFERENCE)
         counts = [len(self.runs[v]) for v in self.order]
         return (
-            f"**Final validation loss** against `{REFERENCE}`'s "
-            f"{study_stats.format_spread(reference['final'])} "
-            f"({seeds_text(counts)}; different where the min-max intervals "
-            "do not overlap): " + "; ".join(parts) + "."
+            f"**Final validation loss** minus `{REFERENCE}`'s "
+            f"({study_stats.format_spread(reference['final'])}) at the same "
+            f"seed ({seeds_text(counts)}): "
+            + differences(versus)
+            + "; "
+            + called(versus)
+            + "."
         )
-
-    def _reach(self, variant):
-        """Steps to the reference's final loss (median [min, max])."""
-        target = self.summary[REFERENCE]["final"]["median"]
-        steps = self._curve_steps(
-            variant,
-            lambda s, v: study_stats.first_step_at_or_below(s, v, target),
-        )
-        return _steps_text(steps, self.budget)
-
-    def parting(self):
-        """When each variant's curve leaves `nope`'s at the same seed."""
-        if NO_POSITIONS not in self.runs:
-            return ""
-        base = self.runs[NO_POSITIONS]
-        first = min(s for run in base.values() for s in run["curve"]["steps"])
-        groups = {"never": [], "first": [], "later": []}
-        steps = {}
-        for variant in self.order:
-            if variant == NO_POSITIONS:
-                continue
-            seeds = sorted(set(self.runs[variant]) & set(base))
-            steps[variant] = [
-                self._parting_step(variant, seed, base[seed]) for seed in seeds
-            ]
-            if not any(steps[variant]):
-                groups["never"].append(variant)
-            elif all(s == first for s in steps[variant]):
-                groups["first"].append(variant)
-            else:
-                groups["later"].append(variant)
-        later = sorted(groups["later"], key=lambda v: _sort_key(steps[v]))
-        counts = [len(steps[v]) for v in steps]
-        text = (
-            "**Same seed, same curve until positions matter**: the first "
-            f"evaluated step where a curve is more than {PARTING_TOLERANCE:g} "
-            f"from `{NO_POSITIONS}`'s at the same seed ({seeds_text(counts)}): "
-            + ", ".join(
-                f"`{v}` {_steps_text(steps[v], self.budget)}" for v in later
-            )
-        )
-        if groups["first"]:
-            text += f"; from the first evaluation: {names(groups['first'])}"
-        if groups["never"]:
-            text += (
-                f"; never within {self.budget:,} steps: "
-                f"{names(groups['never'])}"
-            )
-        return text + "."
-
-    def _parting_step(self, variant, seed, base):
-        curve = self.runs[variant][seed]["curve"]
-        theirs = dict(zip(base["curve"]["steps"], base["curve"]["val_loss"]))
-        for step, loss in zip(curve["steps"], curve["val_loss"]):
-            if step in theirs and abs(loss - theirs[step]) > PARTING_TOLERANCE:
-                return step
-        return None
 
     def _length_gaps(self, runs, key=None):
         """Per seed: loss at the longest length it has minus at the
@@ -310,50 +223,73 @@ class Findings(TuningFindings):
             f"losses to {heldout:.1e}."
         )
 
+    def _comparisons(self):
+        """Every comparison of the pre-training and GLUE findings."""
+        found = [
+            c
+            for baseline in study_summary.BASELINES
+            if baseline in self.summary
+            for c in self._versus(baseline).values()
+        ]
+        return found + [
+            row["versus"]
+            for rows in self.glue.values()
+            for row in rows.values()
+            if row.get("versus")
+        ]
+
+    def _readme_positions(self):
+        """Which variants end below (above) the bag-of-words level at
+        every seed."""
+        versus = self._versus(NO_POSITIONS)
+        below, above = _sides(versus)
+        parts = []
+        if below:
+            parts.append(
+                f"below `{NO_POSITIONS}`'s (the bag-of-words level) at every "
+                f"seed for {len(below)} of the {len(versus)} other variants, "
+                f"most for `{below[0]}` "
+                f"({paired_stats.format_difference(versus[below[0]])})"
+            )
+        if above:
+            level = "it" if below else f"`{NO_POSITIONS}`'s"
+            parts.append(f"above {level} at every seed for {names(above)}")
+        return "the final validation loss is " + (
+            " and ".join(parts) or f"on both sides of `{NO_POSITIONS}`'s"
+        )
+
     def readme(self):
         """One paragraph for the README."""
-        exits = {v: self._exits(v) for v in self.order}
-        leaving = sorted(
-            (v for v in self.order if any(exits[v])),
-            key=lambda v: _sort_key(exits[v]),
-        )
         model = self.config.pretrain.model.dims()
         lengths = self.config.eval_lengths + self.config.beyond_table_lengths
         short = self.config.pretrain.seq_length
         counts = [len(self.runs[v]) for v in self.order]
-        leave = join(
-            f"`{v}` ({_reached(exits[v]).split(' seeds')[0]})" for v in leaving
-        )
         text = (
             f"At this scale ({model['num_layers']} layers, length {short}, "
-            f"{self.budget:,} steps, {seeds_text(counts)}) "
-            f"{leave or 'no variant'} leave the unigram plateau"
+            f"{self.budget:,} steps, {seeds_text(counts)})"
         )
-        if REFERENCE in exits and REFERENCE not in leaving:
-            text += (
-                f" and `{REFERENCE}` (0 of {len(exits[REFERENCE])}) does not"
+        if NO_POSITIONS in self.summary:
+            text += " " + self._readme_positions() + ";"
+        comparisons = self._comparisons()
+        called = sum(c.different for c in comparisons)
+        smallest = paired_stats.smallest_p(max(counts))
+        tasks = " and ".join(map(task_name, self.glue))
+        text += (
+            " by the study's rule (an exact sign-flip test of the per-seed "
+            f"differences, Holm-corrected) {called or 'none'} of its "
+            f"{len(comparisons)} comparisons (pre-training"
+            + (
+                f"; GLUE {tasks} against a model without pre-training"
+                if self.glue
+                else ""
             )
-        reference = self.summary.get(REFERENCE)
-        if reference:
-            same = [
-                v
-                for v in self.order
-                if v != REFERENCE
-                and study_stats.compare_to(
-                    self.summary[v]["final"], reference["final"], True
-                )
-                == "no difference"
-            ]
-            text += (
-                f"; the final loss of {names(same)} shows no difference from "
-                f"`{REFERENCE}`'s"
+            + f") {'is' if called < 2 else 'are'} different"
+            + (
+                f" (with {max(counts)} seeds the smallest p is {smallest:g})"
+                if smallest > paired_stats.ALPHA
+                else ""
             )
-        if self.glue:
-            tasks = " and ".join(map(task_name, self.glue))
-            outcome = self._glue_outcome(
-                self.glue, "a model fine-tuned without pre-training"
-            )
-            text += f"; on GLUE ({tasks}) {outcome}"
+        )
         text += (
             f". The study also measures held-out loss at "
             f"{min(lengths[1:]) // short}x-{max(lengths) // short}x the "
@@ -373,12 +309,13 @@ class Findings(TuningFindings):
         if not self.order:
             return {}
         answer = [
-            self.plateau(),
+            self.rule(),
+            self.positions(),
             self.final_loss(),
             self.glue_answer(),
             self.extension(),
         ]
-        details = [self.parting(), self.lengths(), self.glue_views()]
+        details = [self.lengths(), self.glue_views()]
         return {
             "answer": bullets(answer),
             "details": bullets(details),

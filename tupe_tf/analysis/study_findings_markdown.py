@@ -1,8 +1,8 @@
 """The findings in markdown: their wording, `findings.md`, and the blocks
 of them that documents carry between markers.
 
-`names`, `join`, `seeds_text` and `task_name` spell what the findings
-(`study_findings`) name; `wrap` and `bullets` break them into the lines of
+`names`, `join`, `seeds_text`, `differences`, `called` and `task_name`
+spell what the findings (`study_findings`) name; `wrap` and `bullets` break them into the lines of
 the docs. `render` writes `findings.md`; `updated_doc` rewrites a markdown
 file's blocks (`doc_blocks`) of a study, their relative links rebased
 (`rebase_links`).
@@ -18,6 +18,7 @@ import re
 import textwrap
 
 from data_pipeline.glue import GLUE_TASKS
+from tupe_tf.analysis import paired_stats
 from tupe_tf.utils.errors import UserError
 
 # The line width of the docs the blocks go into.
@@ -51,6 +52,25 @@ def seeds_text(counts):
     if low == high:
         return f"{low} {noun} each"
     return f"{low}-{high} seeds per variant"
+
+
+def differences(versus):
+    """`` `a` -0.976 [-1.026, -0.887], `b` +0.022 [...] ``: each variant of
+    `{variant: paired_stats.Paired}` with its difference."""
+    return ", ".join(
+        f"`{v}` {paired_stats.format_difference(c)}" for v, c in versus.items()
+    )
+
+
+def called(versus, against="", name=lambda v: f"`{v}`"):
+    """ "different by the rule: none of 14", or the entries of `{key:
+    paired_stats.Paired}` the rule calls different (`name(key)`)."""
+    different = [name(k) for k, c in versus.items() if c and c.different]
+    total = sum(c is not None for c in versus.values())
+    return (
+        f"different{against} by the rule: {join(different) or 'none'} of "
+        f"{total}"
+    )
 
 
 def task_name(task):

@@ -3,72 +3,56 @@
 `TuningFindings` is the half of `study_findings.Findings` that reads the
 GLUE fine-tunings against the no-pre-training control (`glue_answer`,
 `glue_views`, with `other_glue_selections`) and the second, longer phase
-of pre-training (`extension`). It reads what `Findings` sets: `config`,
-`pretrain`, `finetune`, `extensions`, `glue` (the configured selection's
+of pre-training (`extension`), each comparison by the rule of
+`paired_stats`. It reads what `Findings` sets: `config`, `pretrain`,
+`finetune`, `extensions`, `glue` (the configured selection's
 `study_summary.glue_summary`) and `order` (the pre-trained variants).
 """
 
+from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
-from tupe_tf.analysis.study_config import NO_POSITIONS
+from tupe_tf.analysis.study_findings_markdown import called
+from tupe_tf.analysis.study_findings_markdown import differences
 from tupe_tf.analysis.study_findings_markdown import names
 from tupe_tf.analysis.study_findings_markdown import seeds_text
 from tupe_tf.analysis.study_findings_markdown import task_name
-
-# The extension's groups of variants, in the order the text gives them.
-EXTENSION_GROUPS = {
-    "below": "below `{base}`'s after it",
-    "every": "narrowed in every seed",
-    "some": "narrowed in some seeds",
-    "none": "not narrowed",
-}
 
 
 class TuningFindings:
     """GLUE and context-extension findings (a base of
     `study_findings.Findings`, which sets the attributes they read)."""
 
-    def _glue_verdicts(self, glue):
-        """`{verdict: {task: [variant]}}` against the control."""
-        verdicts = {}
-        for task, rows in glue.items():
-            control = rows.get(CONTROL)
-            for variant, row in rows.items():
-                if variant == CONTROL or not control:
-                    continue
-                verdict = study_stats.compare_to(
-                    row["score"], control["score"], False
-                )
-                verdicts.setdefault(verdict, {}).setdefault(task, [])
-                verdicts[verdict][task].append(variant)
-        return verdicts
-
-    def _glue_outcome(self, glue, control="the control"):
-        """How the fine-tuned variants of `glue` compare to the control."""
-        verdicts = self._glue_verdicts(glue)
-        tuned = {
-            v
-            for tasks in verdicts.values()
-            for vs in tasks.values()
-            for v in vs
+    def _glue_outcome(self, glue, control="the control", lowest=False):
+        """How the fine-tuned variants of `glue` compare to the control:
+        which the rule calls different, and with `lowest` the rows of the
+        smallest p with their differences."""
+        versus = {
+            (task, v): row["versus"]
+            for task, rows in glue.items()
+            for v, row in rows.items()
+            if v != CONTROL and row.get("versus")
         }
-        count = f"{len(tuned)} variants fine-tuned"
-        differing = sorted(v for v in verdicts if v != "no difference")
-        if not differing:
-            return f"none of the {count} differs from {control} on any task"
-        return (
-            "; ".join(
-                f"{verdict} than {control} on "
-                + "; on ".join(
-                    f"{task_name(task)}: {names(variants)}"
-                    for task, variants in verdicts[verdict].items()
-                )
-                for verdict in differing
-            )
-            + f" (of the {count}; every other pair: no difference)"
+        text = called(
+            {(task_name(t), v): c for (t, v), c in versus.items()},
+            against=f" from {control}",
+            name=lambda key: f"{key[0]} `{key[1]}`",
         )
+        smallest = min((c.p for c in versus.values()), default=1.0)
+        if not lowest or smallest >= 1.0:
+            return text
+        parts = []
+        for task in glue:
+            rows = {
+                v: c
+                for (t, v), c in versus.items()
+                if t == task and c.p == smallest
+            }
+            if rows:
+                parts.append(f"{task_name(task)} {differences(rows)}")
+        return text + f"; the lowest p, {smallest:g}: " + "; ".join(parts)
 
     def glue_answer(self):
         """The GLUE rows against the no-pre-training control."""
@@ -93,11 +77,11 @@ class TuningFindings:
             if CONTROL in rows
         )
         text = (
-            f"**GLUE** ({' and '.join(map(task_name, self.glue))} dev, "
-            f"median [min, max] over fine-tuning seeds {seeds} of each "
-            f"variant's seed-{models} model, learning rate {rates}): "
-            f"{self._glue_outcome(self.glue, 'the no-pre-training control')}"
-            f" ({control})"
+            f"**GLUE** ({' and '.join(map(task_name, self.glue))} dev; each "
+            f"variant's seed-{models} model fine-tuned with seeds {seeds} at "
+            f"learning rate {rates}, minus the no-pre-training control at "
+            f"the same fine-tuning seed; the control: {control}): "
+            + self._glue_outcome(self.glue, lowest=True)
         )
         if untuned:
             text += f"; not fine-tuned: {names(untuned)}"
@@ -123,102 +107,39 @@ class TuningFindings:
         steps = max((row["steps"] for row in rows), default=None)
         return [row for row in rows if row["steps"] == steps]
 
-    def _extension_group(self, row, base):
-        """Which of `EXTENSION_GROUPS` a variant's extension falls in."""
-        if base and round(row["after"]["median"], 3) < round(
-            base["after"]["median"], 3
-        ):
-            return "below"
-        short = str(self.config.pretrain.seq_length)
-        long = str(self.config.extension_length)
-        narrowed = sum(
-            after < before
-            for before, after in (
-                study_extension.gaps(r, short, long) for r in self._records(row)
-            )
-        )
-        if narrowed == len(row["seeds"]):
-            return "every"
-        return "some" if narrowed else "none"
-
     def extension(self):
-        """Which variants narrow their length gap in the second phase."""
+        """How the second phase changes each variant's length gap."""
         rows = self._extension_rows()
         if not rows:
             return ""
         short = self.config.pretrain.seq_length
         long = self.config.extension_length
-        base = next((r for r in rows if r["variant"] == NO_POSITIONS), None)
         counts = [len(row["seeds"]) for row in rows]
+        versus = {
+            row["variant"]: row["change"]
+            for row in sorted(rows, key=lambda r: r["change"].mean)
+        }
 
-        mixed = min(counts) != max(counts)
-
-        def gap(row):
-            before = study_stats.format_spread(row["before"], signed=True)
-            after = study_stats.format_spread(row["after"], signed=True)
-            return f"{before} -> {after}"
-
-        def name(row):
+        def name(variant):
             """The variant, with its seed count where the counts differ."""
-            if not mixed:
-                return f"`{row['variant']}`"
-            count = len(row["seeds"])
-            return f"`{row['variant']}` ({count} seed{'s' * (count > 1)})"
+            if min(counts) == max(counts):
+                return f"`{variant}`"
+            count = versus[variant].n
+            return f"`{variant}` ({count} seed{'s' * (count > 1)})"
 
-        groups = {}
-        for row in rows:
-            if row is not base:
-                group = self._extension_group(row, base)
-                groups.setdefault(group, []).append(row)
-        parts = [
-            EXTENSION_GROUPS[group].format(base=NO_POSITIONS)
-            + ": "
-            + ", ".join(
-                f"{name(r)} {gap(r)}"
-                for r in sorted(
-                    groups[group], key=lambda r: r["after"]["median"]
-                )
-            )
-            for group in EXTENSION_GROUPS
-            if group in groups
-        ]
-        off = [
-            f"`{row['variant']}` "
-            + ",".join(
-                str(s) for s in row["seeds"] if s not in row["on_plateau"]
-            )
-            for row in rows
-            if len(row["on_plateau"]) < len(row["seeds"])
-        ]
-        one_seed = max(counts) == 1
-        text = (
-            f"**Context extension** {short} -> {long} by {rows[0]['steps']} "
-            f"more steps (`extend/`, {seeds_text(counts)}"
-            + (": no spread to judge the differences by" if one_seed else "")
-            + f"): the gap, loss at {long} minus loss at {short}, before -> after"
-            + ("" if one_seed else ", median [min, max] over seeds")
-        )
-        if base:
-            text += f"; {name(base)} (no positions) {gap(base)}"
         return (
-            text
-            + "; "
-            + "; ".join(parts)
-            + ". Extended seeds whose pre-training left the plateau: "
-            + (
-                ", ".join(off) + "; every other one never left it."
-                if off
-                else "none."
+            f"**Context extension** {short} -> {long} by {rows[0]['steps']} "
+            f"more steps (`extend/`, {seeds_text(counts)}): the gap, loss at "
+            f"{long} minus at {short}, after the second phase minus before "
+            "it at the same seed: "
+            + ", ".join(
+                f"{name(v)} {paired_stats.format_difference(c)}"
+                for v, c in versus.items()
             )
+            + "; "
+            + called(versus)
+            + "."
         )
-
-    def _records(self, row):
-        return [
-            r
-            for r in self.extensions
-            if r["variant"] == row["variant"]
-            and r["num_train_steps"] == row["steps"]
-        ]
 
 
 def other_glue_selections(config, finetune):

@@ -13,6 +13,7 @@ Example:
 import dataclasses
 import os
 
+from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
 from tupe_tf.analysis import study_figures
@@ -24,6 +25,7 @@ from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import NO_POSITIONS
 from tupe_tf.analysis.study_config import REFERENCE
 from tupe_tf.analysis.study_config import VARIANTS
 from tupe_tf.utils import fileio
@@ -183,9 +185,11 @@ def render_glue_selections(config, finetune, order):
         "per-run JSON files beside this file by `scripts/compare.py`. "
         f"[`tables.md`](tables.md) selects learning rate {rates} and the "
         f"models of pre-training seed {seeds}; here are the same runs "
-        "under the other selections the records allow. Min-max intervals "
-        'widen with the number of runs pooled, which makes "no '
-        'difference" easier to reach.\n\n' + "\n\n".join(sections) + "\n"
+        "under the other selections the records allow. Pooled over "
+        "pre-training seeds, a variant's score at a fine-tuning seed is "
+        "the mean of its models' there, paired with the control's.\n\n"
+        + "\n\n".join(sections)
+        + "\n"
     )
 
 
@@ -198,7 +202,6 @@ def draw_figures(config, pretrain, finetune, order):
             study_figures.plot_loss_bands(
                 pretrain,
                 order,
-                config.plateau_loss,
                 os.path.join(figure_dir, "val_mlm_loss.png"),
             )
         )
@@ -220,41 +223,39 @@ def draw_figures(config, pretrain, finetune, order):
     return written
 
 
-def _pretrain_table(config, summary):
-    ref = summary.get(REFERENCE)
-    threshold = config.plateau_loss - study_stats.PLATEAU_MARGIN
+def _pretrain_table(summary):
     header = [
         "variant",
         "seeds",
         "final val MLM loss",
-        "vs bert",
+        f"minus {REFERENCE}'s",
+        f"minus {NO_POSITIONS}'s",
         "steps to bert's final loss",
-        f"plateau exit (loss < {threshold:g})",
     ]
-    rows = []
-    for variant, s in summary.items():
-        versus = (
+    rows = [
+        [
+            variant,
+            ",".join(str(x) for x in s["seeds"]),
+            study_stats.format_spread(s["final"]),
+        ]
+        + [
             "reference"
-            if variant == REFERENCE
-            else _versus(s["final"], ref and ref["final"], True)
-        )
-        rows.append(
-            [
-                variant,
-                ",".join(str(x) for x in s["seeds"]),
-                study_stats.format_spread(s["final"]),
-                versus,
-                s["reach_bert"]["text"],
-                s["plateau_exit"]["text"],
-            ]
-        )
+            if variant == baseline
+            else paired_stats.describe(s["versus"][baseline])
+            for baseline in (REFERENCE, NO_POSITIONS)
+        ]
+        + [s["reach_bert"]["text"]]
+        for variant, s in summary.items()
+    ]
     return (
-        "Pre-training: median [min, max] over seeds; `vs bert`: "
-        '"no difference" where the min-max intervals overlap. The '
-        "validation loss is Keras's: summed over masked tokens, divided by "
-        "all prediction slots (empty slots count as zero), so it is below "
-        "the per-token held-out loss of the next table.\n\n"
-        + markdown_table(header, rows)
+        "Pre-training: median [min, max] over seeds; `minus bert's`, "
+        "`minus nope's`: the final loss minus the other's at the same seed, "
+        "mean [min, max] over seeds, with the rule of `paired_stats` (an "
+        "exact sign-flip test, Holm over the column; `nope`'s is the "
+        "bag-of-words level). The validation loss is Keras's: summed over "
+        "masked tokens, divided by all prediction slots (empty slots count "
+        "as zero), so it is below the per-token held-out loss of the next "
+        "table.\n\n" + markdown_table(header, rows)
     )
 
 
@@ -305,18 +306,11 @@ def _length_table(config, summary, pretrain):
     )
 
 
-def _versus(spread, baseline, lower_is_better):
-    """How `spread` compares to the baseline's (`n/a` without one)."""
-    if not baseline:
-        return "n/a"
-    return study_stats.compare_to(spread, baseline, lower_is_better)
-
-
-def _glue_cells(variant, row, control, pooled, swept):
+def _glue_cells(variant, row, pooled, swept):
     versus = (
         "control"
         if variant == CONTROL
-        else _versus(row["score"], control and control["score"], False)
+        else paired_stats.describe(row.get("versus"))
     )
     cells = [
         variant,
@@ -341,16 +335,15 @@ def _glue_table(config, task, rows):
     metric = next(iter(rows.values()))["metric"]
     pooled = len(config.fine_tuned_pretrain_seeds) > 1
     swept = len(config.finetune.learning_rates) > 1
-    header = ["variant", "learning rate", metric, "vs control"]
+    header = ["variant", "learning rate", metric, "minus control"]
     if pooled:
         header.append("pre-training seeds (runs)")
     if swept:
         header.append("median at each rate")
-    control = rows.get(CONTROL)
     table = markdown_table(
         header,
         [
-            _glue_cells(variant, row, control, pooled, swept)
+            _glue_cells(variant, row, pooled, swept)
             for variant, row in rows.items()
         ],
     )
@@ -361,8 +354,9 @@ def _glue_table(config, task, rows):
             if pooled
             else ""
         )
-        + "at the selected learning rate; `vs control`: against the "
-        "no-pre-training control.\n\n" + table
+        + "at the selected learning rate; `minus control`: the score minus "
+        "the no-pre-training control's at the same fine-tuning seed (the "
+        "rule of `paired_stats`, Holm over every task's rows).\n\n" + table
     )
 
 
@@ -370,7 +364,7 @@ def render_tables(config, pretrain, finetune, order):
     """The study's markdown tables (deterministic given the JSON files)."""
     summary = study_summary.pretrain_summary(config, pretrain, order)
     sections = [
-        _pretrain_table(config, summary),
+        _pretrain_table(summary),
         _length_table(config, summary, pretrain),
     ]
     for task, rows in study_summary.glue_summary(

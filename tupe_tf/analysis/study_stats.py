@@ -1,4 +1,6 @@
-"""Statistics of the comparison study: spreads over seeds and curve events.
+"""Descriptive statistics of the comparison study: spreads over seeds and
+curve events. Comparisons between variants follow one rule, in
+`paired_stats`.
 
 Pure Python (no TensorFlow), so tables can be rebuilt from the per-run JSON
 files anywhere.
@@ -13,10 +15,6 @@ Example:
 
 import math
 import statistics
-
-# A model is off the unigram plateau once its validation loss is this many
-# nats below the loss of the best unigram predictor of the held-out targets.
-PLATEAU_MARGIN = 0.3
 
 
 def spread(values):
@@ -34,32 +32,6 @@ def spread(values):
     }
 
 
-def overlaps(a, b):
-    """Whether two `spread` intervals overlap (then: "no difference")."""
-    if a["median"] is None or b["median"] is None:
-        return None
-    return a["low"] <= b["high"] and b["low"] <= a["high"]
-
-
-def compare_to(a, reference, lower_is_better):
-    """`better`, `worse`, `no difference` or, on one seed, `lower`/`higher`.
-
-    Intervals are min-max over seeds; "no difference" where they overlap (a
-    single seed's value is a point). Otherwise, with one seed on either side
-    there is no spread to judge against, so no conclusion: the result only
-    says which value is lower, e.g. "lower (1 seed: no conclusion)".
-    """
-    if a["median"] is None or reference["median"] is None:
-        return "n/a"
-    if overlaps(a, reference):
-        return "no difference"
-    if min(a["n"], reference["n"]) < 2:
-        side = "lower" if a["median"] < reference["median"] else "higher"
-        return f"{side} (1 seed: no conclusion)"
-    better = (a["median"] < reference["median"]) == lower_is_better
-    return "better" if better else "worse"
-
-
 def first_step_at_or_below(steps, losses, target):
     """First evaluated step whose loss is <= `target`; None if never."""
     if target is None:
@@ -68,13 +40,6 @@ def first_step_at_or_below(steps, losses, target):
         if loss <= target:
             return int(step)
     return None
-
-
-def plateau_exit_step(steps, losses, plateau_loss, margin=PLATEAU_MARGIN):
-    """First evaluated step at least `margin` nats below `plateau_loss`."""
-    if plateau_loss is None:
-        return None
-    return first_step_at_or_below(steps, losses, plateau_loss - margin)
 
 
 def format_spread(s, digits=3, signed=False):

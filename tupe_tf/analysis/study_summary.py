@@ -1,4 +1,6 @@
-"""Summaries of the study's records: spreads over seeds per variant.
+"""Summaries of the study's records: spreads over seeds per variant, and
+the paired comparisons of `paired_stats` (each variant's final loss against
+`bert`'s and `nope`'s, each GLUE row against the control's).
 
 The numbers the tables (`study_report`) and the findings
 (`study_findings`) are written from, computed once from the per-run JSON
@@ -11,9 +13,16 @@ Example:
 {}
 """
 
+from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_stats
 from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_config import NO_POSITIONS
 from tupe_tf.analysis.study_config import REFERENCE
+
+# The variants each pre-trained variant's final loss is paired with: the
+# reference, and the bag-of-words level (`nope`: without positions every
+# [MASK] of a sequence gets one prediction).
+BASELINES = (REFERENCE, NO_POSITIONS)
 
 
 def _by_variant(runs, order):
@@ -39,15 +48,7 @@ def _variant_summary(config, runs, bert_final):
             ],
             config.pretrain.num_train_steps,
         ),
-        "plateau_exit": study_stats.step_spread(
-            [
-                study_stats.plateau_exit_step(
-                    c["steps"], c["val_loss"], config.plateau_loss
-                )
-                for c in curves
-            ],
-            config.pretrain.num_train_steps,
-        ),
+        "final_by_seed": {r["seed"]: r["final_val_loss"] for r in runs},
         "by_length": {
             length: study_stats.spread(
                 [r["heldout_loss_by_length"].get(str(length)) for r in runs]
@@ -69,11 +70,51 @@ def pretrain_summary(config, pretrain, order):
     bert_final = study_stats.spread([r["final_val_loss"] for r in reference])[
         "median"
     ]
-    return {
+    summary = {
         variant: _variant_summary(config, runs, bert_final)
         for variant, runs in grouped.items()
         if runs
     }
+    for baseline in BASELINES:
+        versus = paired_stats.decide(
+            {
+                v: paired_stats.paired(
+                    s["final_by_seed"], summary[baseline]["final_by_seed"]
+                )
+                for v, s in summary.items()
+                if v != baseline and baseline in summary
+            }
+        )
+        for variant, s in summary.items():
+            s.setdefault("versus", {})[baseline] = versus.get(variant)
+    return summary
+
+
+def first_steps_below(pretrain, order, baseline=NO_POSITIONS):
+    """`{variant: step}`: the first evaluated step at which a variant's
+    validation loss is below `baseline`'s by the rule (`paired_stats`, Holm
+    over the variants at that step), None if at none."""
+    curves = {}
+    for run in pretrain:
+        losses = dict(zip(run["curve"]["steps"], run["curve"]["val_loss"]))
+        curves.setdefault(run["variant"], {})[run["seed"]] = losses
+    base = curves.get(baseline, {})
+    steps = sorted({step for losses in base.values() for step in losses})
+    first = {v: None for v in order if v in curves and v != baseline}
+    for step in steps:
+        family = paired_stats.decide(
+            {
+                v: paired_stats.paired(
+                    {s: c.get(step) for s, c in curves[v].items()},
+                    {s: c.get(step) for s, c in base.items()},
+                )
+                for v in first
+            }
+        )
+        for v, c in family.items():
+            if first[v] is None and c and c.different and c.mean < 0:
+                first[v] = step
+    return first
 
 
 def _glue_runs(config, finetune, task, variant):
@@ -113,7 +154,20 @@ def _glue_row(variant, runs):
             {r["pretrain_seed"] for r in runs if r["learning_rate"] == best}
         ),
         "median_by_rate": {lr: spreads[lr]["median"] for lr in sorted(spreads)},
+        "by_seed": _by_finetuning_seed(
+            [r for r in runs if r["learning_rate"] == best]
+        ),
     }
+
+
+def _by_finetuning_seed(runs):
+    """`{fine-tuning seed: score}`, the mean over pooled pre-training
+    seeds: fine-tunings of one seed share their data order, so a variant's
+    row pairs with the control's by that seed."""
+    scores = {}
+    for r in runs:
+        scores.setdefault(r["seed"], []).append(r["score"])
+    return {seed: sum(v) / len(v) for seed, v in scores.items()}
 
 
 def glue_summary(config, finetune, order):
@@ -135,4 +189,23 @@ def glue_summary(config, finetune, order):
                 rows[variant] = _glue_row(variant, runs)
         if rows:
             summary[task] = rows
+    _pair_with_control(summary)
     return summary
+
+
+def _pair_with_control(summary):
+    """Sets each row's `versus`: the row minus the control by fine-tuning
+    seed (`paired_stats`, Holm over every task's rows)."""
+    versus = paired_stats.decide(
+        {
+            (task, v): paired_stats.paired(
+                row["by_seed"], rows[CONTROL]["by_seed"]
+            )
+            for task, rows in summary.items()
+            for v, row in rows.items()
+            if v != CONTROL and CONTROL in rows
+        }
+    )
+    for task, rows in summary.items():
+        for v, row in rows.items():
+            row["versus"] = versus.get((task, v))

@@ -26,9 +26,8 @@ from tupe_tf.utils.settings import refuse_ignored
 from tupe_tf.utils.settings import setting
 
 # Learning recipes by model scale, keyed on the hidden size. The paper's
-# (TUPE Table 2) are for BERT-base; on `tiny` they leave pre-training on the
-# unigram plateau and fine-tuning at chance (docs/results.md sections 1-2,
-# where the small-model values were measured; mini and small were not).
+# (TUPE Table 2) are for BERT-base; the small-model values were chosen on
+# `tiny` in docs/results.md sections 1-2 (mini and small were not measured).
 SMALL_PRETRAIN_HIDDEN_DIM = 128  # `tiny`
 SMALL_PRETRAIN_LEARNING_RATE = 1e-3
 PAPER_PRETRAIN_LEARNING_RATE = 1e-4
