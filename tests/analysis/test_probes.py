@@ -195,6 +195,8 @@ def test_training_feeds_the_examples_in_their_order():
     calls = {}
 
     class Recorder:
+        weights = trainable_variables = ()
+
         def compile(self, **kwargs):
             calls["compile"] = kwargs
 
@@ -203,7 +205,7 @@ def test_training_feeds_the_examples_in_their_order():
             return type("History", (), {"history": {"loss": [0.5]}})()
 
     examples = _examples("distance", num=8)
-    probe_model.train_probe(Recorder(), examples, 4, 1e-3, 0.1)
+    probe_model.train_probe(Recorder(), examples, 4, ProbeConfig().optimizer)
     assert calls["fit"]["shuffle"] is False
     assert calls["fit"]["epochs"] == 1
 

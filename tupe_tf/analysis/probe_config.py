@@ -24,12 +24,13 @@ from tupe_tf.analysis.probe_tasks import PASSKEY_PREFIX
 from tupe_tf.analysis.probe_tasks import PASSKEY_SUFFIX
 from tupe_tf.analysis.probe_tasks import TASKS
 from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.training.config import OptimizerConfig
 from tupe_tf.utils.errors import UserError
 from tupe_tf.utils.keyword_arguments import refuses_unknown_fields
 from tupe_tf.utils.settings import Settings
 from tupe_tf.utils.settings import at_least
 from tupe_tf.utils.settings import between
-from tupe_tf.utils.settings import greater_than
+from tupe_tf.utils.settings import nested
 from tupe_tf.utils.settings import setting
 
 
@@ -95,13 +96,11 @@ class ProbeConfig(Settings):
         1000, help="Training steps of every run.", valid=at_least(1)
     )
     batch_size: int = setting(32, help="Training batch.", valid=at_least(1))
-    learning_rate: float = setting(
-        1e-3, help="Peak learning rate (Adam).", valid=greater_than(0)
-    )
-    warmup_ratio: float = setting(
-        0.1,
-        help="Share of the steps of linear warm-up (then cosine decay).",
-        valid=between(0, 1, high_open=True),
+    optimizer: OptimizerConfig = nested(
+        # Pre-training's AdamW and linear decay; a tiny model on a clean
+        # task takes a larger peak rate and a longer warm-up.
+        lambda: OptimizerConfig(learning_rate=1e-3, warmup_ratio=0.1),
+        flags=("learning_rate", "warmup_ratio"),
     )
     eval_examples: int = setting(
         1024, help="Held-out examples per evaluated length.", valid=at_least(8)
@@ -186,8 +185,7 @@ class ProbeConfig(Settings):
             "model": self.dims(),
             "num_train_steps": self.num_train_steps,
             "batch_size": self.batch_size,
-            "learning_rate": self.learning_rate,
-            "warmup_ratio": self.warmup_ratio,
+            "optimizer": dataclasses.asdict(self.optimizer),
             "eval_examples": self.eval_examples,
             "distance_k": self.distance_k,
             "copy_pool_size": self.copy_pool_size,

@@ -26,6 +26,7 @@ import numpy as np
 from tupe_tf.analysis.probe_tasks import COPY_POOL_SIZE
 from tupe_tf.models.position_encodings import bert_initializer
 from tupe_tf.models.tupe_backbone import TupeBackbone
+from tupe_tf.training import optimization
 
 BACKBONE_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 REFERENCE_VARIANT = {"position_encoding": "nope"}
@@ -119,31 +120,18 @@ def shared_start(
     return model, shared
 
 
-def learning_rate_schedule(peak, steps, warmup_ratio):
-    """Linear warm-up to `peak`, then cosine decay to 0 at `steps`."""
-    warmup = int(round(steps * warmup_ratio))
-    return keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0,
-        decay_steps=max(1, steps - warmup),
-        warmup_target=peak,
-        warmup_steps=warmup,
-    )
-
-
-def train_probe(
-    model, examples, batch_size, learning_rate, warmup_ratio, jit_compile=False
-):
+def train_probe(model, examples, batch_size, optimizer, jit_compile=False):
     """One epoch of `fit` over `examples`, in their order (no shuffling:
-    every variant of a seed sees the same batches).
+    every variant of a seed sees the same batches), with pre-training's
+    optimizer (`optimizer`: a `tupe_tf.training.OptimizerConfig`).
 
     Returns:
         The training loss, averaged over the steps (Keras's epoch mean).
     """
     steps = len(examples.labels) // batch_size
     model.compile(
-        optimizer=keras.optimizers.Adam(
-            learning_rate_schedule(learning_rate, steps, warmup_ratio),
-            clipnorm=1.0,
+        optimizer=optimization.optimizer_from_config(
+            model, optimizer, steps, optimizer.learning_rate
         ),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         jit_compile=jit_compile,

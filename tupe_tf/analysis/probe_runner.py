@@ -188,8 +188,7 @@ def run_probe(config, text, fingerprint, task, variant, seed):
         model,
         train,
         config.batch_size,
-        config.learning_rate,
-        config.warmup_ratio,
+        config.optimizer,
         config.jit_compile,
     )
     scorer = _Scorer(config, text, task, seed)
