@@ -3,8 +3,9 @@
 Importing `tupe_tf` registers its Keras classes (`tupe_tf>TupeBackbone`,
 the tokenizers, preprocessors and tasks), so that keras-hub's own loaders,
 `keras_hub.models.Backbone`, `MaskedLM` and `TextClassifier.from_preset`,
-load its presets. It loads Keras (and so TensorFlow), as does importing
-any of its subpackages, which runs this file first.
+load its presets. It loads Keras and keras-hub (TensorFlow where it is
+installed: the model core runs on JAX and PyTorch without it), as does
+importing any of its subpackages, which runs this file first.
 
 Example:
 >>> import keras_hub, tupe_tf  # doctest: +SKIP

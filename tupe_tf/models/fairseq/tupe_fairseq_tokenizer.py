@@ -4,7 +4,6 @@ import os
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras_hub.tokenizers import Tokenizer
 
 from tupe_tf.layers import keras_hub_internals
@@ -14,6 +13,13 @@ from tupe_tf.models.fairseq.fastbpe_codes import FastBpeCodes
 from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.utils.keyword_arguments import PRESET_KEYWORDS
 from tupe_tf.utils.keyword_arguments import refuse_unknown_keywords
+
+try:
+    import tensorflow as tf
+except ImportError:
+    # As keras-hub's tokenizers: the model core imports (and tokenizes in
+    # Python) on a JAX or PyTorch machine without TensorFlow.
+    tf = None
 
 DICTIONARY_FILE = "dict.txt"
 CODES_FILE = "bpe-code"
@@ -175,7 +181,7 @@ class TupeFairseqTokenizer(Tokenizer):
         return ids[0] if inputs.shape.rank == 0 else ids
 
     def _tokenize_python(self, inputs):
-        if isinstance(inputs, tf.Tensor):
+        if tf is not None and isinstance(inputs, tf.Tensor):
             inputs = inputs.numpy()
         if isinstance(inputs, np.ndarray):
             inputs = inputs.tolist()
