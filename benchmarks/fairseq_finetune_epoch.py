@@ -13,7 +13,8 @@ tokenizer's). `scripts/convert_fairseq_checkpoint.py`'s converter turns it
 into a preset; each round then fine-tunes one CoLA epoch on it as
 `scripts/finetune_glue.py --recipe=tupe_paper` does (its classifier,
 optimizer, schedule of 10 epochs, preprocessor and runtime defaults;
-`finetune.build_run`), timed by a callback from the epoch's start to its
+`finetune.build_run`; the epoch is of the rows trained on, the training
+file less its selection split, 90% by default), timed by a callback from the epoch's start to its
 end. The first step holds the tracing (and XLA compile); the epoch holds
 the Python tokenization of the training set, as a run's first epoch does.
 Each batch is padded to its longest example (`--pad_to_longest`, as
@@ -261,15 +262,8 @@ class EpochTimer(keras.callbacks.Callback):
 
 def finetune_epoch(config, prepared, seed):
     """One epoch (or `--max_steps`) of a fresh run: its round record."""
-    task, strategy, train, eval_splits = prepared
-    model, train_ds, _ = finetune.build_run(
-        config,
-        task,
-        train,
-        eval_splits,
-        config.learning_rates[0],
-        seed,
-        strategy,
+    model, train_ds, _, _ = finetune.build_run(
+        config, prepared, config.learning_rates[0], seed
     )
     timer = EpochTimer()
     history = model.fit(
@@ -281,7 +275,9 @@ def finetune_epoch(config, prepared, seed):
         verbose=0,
     )
     assert np.isfinite(history.history["loss"][0]), history.history
-    steps = FLAGS.max_steps or int(np.ceil(len(train) / config.batch_size))
+    steps = FLAGS.max_steps or int(
+        np.ceil(len(prepared.fit) / config.batch_size)
+    )
     return {
         "epoch": timer.epoch,
         "first_step": timer.first_step,

@@ -170,6 +170,25 @@ _TSV_FILES = {
     "validation_mismatched": "dev_mismatched.tsv",
 }
 
+# Evaluation files known by their task and full row count, and what they
+# are: a "dev.tsv" is not always GLUE's dev split (../shared/data/glue's
+# SST-2 one is SST's test split, its CoLA one the out-of-domain set).
+KNOWN_EVAL_FILES = {
+    ("sst2", 872): "GLUE's SST-2 dev split",
+    ("sst2", 1821): "SST's test split, not GLUE's 872-sentence SST-2 dev",
+    ("cola", 1043): "GLUE's CoLA dev split (in-domain and out-of-domain)",
+    ("cola", 516): "CoLA's out-of-domain dev set, not GLUE's "
+    "1,043-sentence CoLA dev",
+    ("cola", 527): "CoLA's in-domain dev set, not GLUE's 1,043-sentence "
+    "CoLA dev",
+}
+
+# The selection split is carved from the training file with this seed:
+# the same rows for every run, rate and model.
+SELECTION_SEED = 0
+# Regression scores (STS-B) are stratified by this many quantile bins.
+SELECTION_REGRESSION_BINS = 5
+
 
 @dataclasses.dataclass
 class GlueSplit:
@@ -405,3 +424,95 @@ def load_glue(
     if glue_dir:
         return read_glue_tsv(task, split, glue_dir, max_examples)
     return load_glue_tfds(task, split, tfds_data_dir, max_examples)
+
+
+def describe_split(split, max_examples=None):
+    """What an evaluation `GlueSplit` is, by its source and, for a file of
+    known size (`KNOWN_EVAL_FILES`), its real name.
+
+    Example:
+
+    >>> print(describe_split(load_glue("sst2", "validation", "glue")))
+    glue/SST-2/dev.tsv: SST's test split, not GLUE's 872-sentence SST-2 dev
+    """
+    if max_examples is not None and len(split) >= max_examples:
+        return f"{split.source}, its first {len(split)} rows"
+    if split.source.startswith("tfds:"):
+        return f"{split.source} {split.split} (GLUE's dev split)"
+    known = KNOWN_EVAL_FILES.get((split.task.name, len(split)))
+    return f"{split.source}: {known}" if known else split.source
+
+
+def selection_strata(task, labels):
+    """The stratum of each label: the class, or for regression the
+    quantile bin (of `SELECTION_REGRESSION_BINS`) of the score."""
+    labels = np.asarray(labels)
+    if not task.is_regression:
+        return labels.astype(np.int64)
+    inner = np.linspace(0, 1, SELECTION_REGRESSION_BINS + 1)[1:-1]
+    edges = np.unique(np.quantile(labels, inner))
+    return np.searchsorted(edges, labels, side="right")
+
+
+def selection_indices(task, labels, fraction, seed=SELECTION_SEED):
+    """`(fit, selection)`: sorted row indices of a training file, split
+    disjointly, the selection part stratified (`selection_strata`).
+
+    Each stratum of `n >= 2` rows gives `round(fraction * n)` rows, at least
+    1 and at most `n - 1`, to the selection part; a single-row stratum
+    stays in the fit part. Deterministic in `(labels, fraction, seed)`.
+
+    Raises:
+        UserError: no row for either part (naming `--selection_fraction`).
+
+    Example:
+
+    >>> fit, selection = selection_indices(get_task("sst2"), [0, 1] * 10, 0.1)
+    >>> len(fit), len(selection)
+    (18, 2)
+    """
+    strata = selection_strata(task, labels)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for stratum in np.unique(strata):
+        members = np.flatnonzero(strata == stratum)
+        if len(members) < 2:
+            continue
+        count = int(np.floor(fraction * len(members) + 0.5))
+        count = min(max(count, 1), len(members) - 1)
+        chosen.append(rng.permutation(members)[:count])
+    selection = np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, int)
+    fit = np.setdiff1d(np.arange(len(strata)), selection)
+    if not len(selection) or not len(fit):
+        raise UserError(
+            f"--selection_fraction={fraction}: the {len(strata)} training "
+            f"rows of GLUE {task.name} leave no selection split to choose "
+            "the learning rate on (each class needs 2 rows)."
+        )
+    return fit, selection
+
+
+def subset(split, indices, name):
+    """The rows `indices` of `split`, as a `GlueSplit` called `name`."""
+    return GlueSplit(
+        split.task,
+        name,
+        [[column[i] for i in indices] for column in split.sentences],
+        split.labels[indices],
+        split.source,
+    )
+
+
+def carve_selection_split(train, fraction, seed=SELECTION_SEED):
+    """`(fit, selection)` `GlueSplit`s of a training split: rates (and any
+    epoch choice) are chosen on `selection`, never on an evaluation file.
+
+    Example:
+
+    >>> train = load_glue("cola", "train", glue_dir="../shared/data/glue")
+    >>> fit, selection = carve_selection_split(train, 0.1)
+    >>> len(fit) + len(selection) == len(train)
+    True
+    """
+    fit, selection = selection_indices(train.task, train.labels, fraction, seed)
+    return subset(train, fit, "train"), subset(train, selection, "selection")

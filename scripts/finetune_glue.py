@@ -5,7 +5,9 @@ recipe (guolinke/TUPE README; `PAPER_FINETUNE_*` in
 tupe_tf/training/config.py): every learning rate x 5 seeds, the median over
 seeds reported. A preset converted from their checkpoint
 (scripts/convert_fairseq_checkpoint.py --bpe_codes) tokenizes and packs
-sentences as their pipeline does. Data from TFDS `glue/<task>` or, offline,
+sentences as their pipeline does. The rate is chosen on a selection split
+carved from the training file (--selection_fraction); the evaluation file
+is scored once, at the chosen rate. Data from TFDS `glue/<task>` or, offline,
 an official-layout GLUE TSV directory:
 
   python scripts/finetune_glue.py --task=cola \
@@ -31,11 +33,17 @@ config_flags.define_flags(config_lib.GlueConfig)
 
 
 def print_summary(results):
+    carve = results["selection_split"]
     print(
-        f"\nGLUE {results['task']}: best learning rate "
-        f"{results['best_learning_rate']}"
+        f"\nGLUE {results['task']}: learning rate "
+        f"{results['chosen_learning_rate']} chosen on the selection split "
+        f"({carve['num_selection_examples']} of the "
+        f"{results['num_train_examples']} training rows; trained on the "
+        f"other {carve['num_fit_examples']})"
     )
-    print(json.dumps(results["best"], indent=2))
+    for split, name in results["evaluation_names"].items():
+        print(f"  {split}, scored once at that rate: {name}")
+    print(json.dumps(results["evaluation"], indent=2))
     print(f"  results: {results['results_file']}")
 
 

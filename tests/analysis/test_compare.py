@@ -204,14 +204,17 @@ def test_study_resumes_and_regenerates_from_results(study):
     assert saved["curve"]["steps"] == [2, 4]
     assert saved["final_val_loss"] == saved["curve"]["val_loss"][-1]
     assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
-    # The fine-tuning's score: its last epoch's, the fine-tuning's own
-    # results, and a share of the 24 dev sentences.
+    # The fine-tuning's score: the evaluation file's after its last epoch,
+    # the fine-tuning's own results, and a share of the 24 evaluation
+    # sentences; its selection score, on 2 of the 24 training rows.
     tuned = study["records"][
         "finetune/bert__pseed0__sst2__lr0.001__ep1__seed0.json"
     ]
     own = study["glue_results"]["runs"][0]
-    assert tuned["score"] == own["dev"]["validation"]["accuracy"]
-    assert tuned["score_per_epoch"] == [tuned["score"]]
+    assert tuned["score"] == own["evaluation"]["validation"]["accuracy"]
+    assert tuned["selection_score_per_epoch"] == [tuned["selection_score"]]
+    assert tuned["selection_score"] in (0.0, 0.5, 1.0)
+    assert (tuned["selection_fraction"], tuned["num_fit_examples"]) == (0.1, 22)
     assert tuned["score"] * 24 == pytest.approx(round(tuned["score"] * 24))
     control = study["records"][
         "finetune/no-pretraining__pseed0__sst2__lr0.001__ep1__seed0.json"

@@ -151,7 +151,7 @@ def sentiment_glue_dir(tmp_path_factory):
     good = ["a great film", "the best music", "a fine story"]
     bad = ["a bad film", "the worst music", "a poor story"]
     rng = np.random.default_rng(0)
-    for split, n in (("train", 128), ("dev", 32)):
+    for split, n in (("train", 256), ("dev", 32)):
         lines = ["sentence\tlabel"]
         for i in range(n):
             label = i % 2
@@ -181,20 +181,60 @@ def test_run_glue_learns_and_writes_json(
         )
     )
     saved = json.loads((tmp_path / "sst2" / "results.json").read_text())
-    assert saved["best_learning_rate"] == results["best_learning_rate"] == 5e-3
+    assert (
+        saved["chosen_learning_rate"] == results["chosen_learning_rate"] == 5e-3
+    )
+    # 10% of each class of the 256 training rows held out to choose on.
+    assert saved["selection_split"] == {
+        "fraction": 0.1,
+        "seed": 0,
+        "stratified_by": "label",
+        "num_fit_examples": 230,
+        "num_selection_examples": 26,
+    }
     assert len(saved["runs"]) == 2
-    assert len(saved["runs"][0]["dev_per_epoch"]) == 5
-    fast = saved["runs"][0]
+    assert len(saved["runs"][0]["selection_per_epoch"]) == 5
+    fast, slow = saved["runs"]
     assert fast["train_loss"][-1] < fast["train_loss"][0] - 0.2, fast[
         "train_loss"
     ]
-    assert fast["dev"]["validation"]["accuracy"] > 0.8
+    # The evaluation file is scored for the chosen rate's run only.
+    assert fast["evaluation"]["validation"]["accuracy"] > 0.8
+    assert "evaluation" not in slow
+    assert saved["evaluation"] == fast["evaluation"]
     assert saved["recipe"]["warmup_ratio"] == 0.06
-    medians = saved["median_by_learning_rate"]
-    assert (
-        medians["0.005"]["validation"]["accuracy"]
-        > medians["1e-05"]["validation"]["accuracy"]
+    medians = saved["selection_median_by_learning_rate"]
+    assert medians["0.005"]["accuracy"] > medians["1e-05"]["accuracy"]
+    assert saved["evaluation_sources"]["validation"].endswith("SST-2/dev.tsv")
+
+
+def test_training_sees_only_the_fit_rows(
+    tmp_path, tiny_preset, sentiment_glue_dir
+):
+    from tupe_tf.training.finetune import _run_datasets
+    from tupe_tf.training.finetune import prepare_glue
+    from tupe_tf.training.finetune import preset_preprocessor
+
+    config = _sentiment_config(tmp_path, tiny_preset, sentiment_glue_dir)
+    prepared = prepare_glue(config)
+    # The fixture's sentences repeat: test_glue_selection.py checks the
+    # carve's rows; here, that the runs train on the fit part alone.
+    assert (len(prepared.fit), len(prepared.selection)) == (230, 26)
+    train_ds, selection_ds, eval_sets, steps = _run_datasets(
+        config, prepared, preset_preprocessor(tiny_preset, 16), 0
     )
+    trained = np.concatenate([labels.numpy() for _, labels in train_ds])
+    assert len(trained) == 230 and steps == 15  # ceil(230 / 16)
+    np.testing.assert_array_equal(
+        np.concatenate([labels.numpy() for _, labels in selection_ds]),
+        prepared.selection.labels,
+    )
+    # The evaluation batches carry no labels (zeros): only the scoring
+    # after the choice reads them.
+    (evaluation,) = eval_sets.values()
+    assert not np.concatenate(
+        [labels.numpy() for _, labels in evaluation]
+    ).any()
 
 
 @pytest.mark.large
@@ -228,19 +268,19 @@ def test_runtime_settings_fine_tune_and_learn(
         "float32" if policy == "float32" else policy.split("_")[1]
     )
     assert results["recipe"]["mixed_precision"] == policy
-    assert len(run["dev_per_epoch"]) == 5
+    assert len(run["selection_per_epoch"]) == 5
     assert np.all(np.isfinite(run["train_loss"]))
     assert run["train_loss"][-1] < run["train_loss"][0] - 0.2, run["train_loss"]
-    assert run["dev"]["validation"]["accuracy"] > 0.8
+    assert run["evaluation"]["validation"]["accuracy"] > 0.8
     # The global policy is restored for whatever runs next.
     assert keras.config.dtype_policy().name == before
 
 
-def test_medians_over_seeds_and_best_learning_rate():
+def test_medians_over_seeds_and_chosen_learning_rate():
     def run(lr, f1, accuracy):
         return {
             "learning_rate": lr,
-            "dev": {"validation": {"accuracy": accuracy, "f1": f1}},
+            "selection": {"accuracy": accuracy, "f1": f1},
         }
 
     runs = [
@@ -252,8 +292,8 @@ def test_medians_over_seeds_and_best_learning_rate():
         run(3e-5, 0.86, 0.98),
     ]
     by_lr, best = summarize_runs("mrpc", runs)
-    assert by_lr["2e-05"]["validation"] == {"accuracy": 0.70, "f1": 0.80}
-    assert by_lr["3e-05"]["validation"] == {"accuracy": 0.98, "f1": 0.85}
+    assert by_lr["2e-05"] == {"accuracy": 0.70, "f1": 0.80}
+    assert by_lr["3e-05"] == {"accuracy": 0.98, "f1": 0.85}
     assert best == 3e-5  # MRPC picks by median F1 (0.85 > 0.80)
     assert summarize_runs("sst2", runs)[1] == 3e-5  # accuracy 0.98 > 0.70
     three = [run(2e-5, 0.0, 0.9), run(3e-5, 0.0, 0.1)]
@@ -460,7 +500,8 @@ def test_script_fine_tunes_a_converted_preset_with_their_recipe(
     }
     (only,) = results["runs"]
     assert len(only["train_loss"]) == 1 and np.isfinite(only["train_loss"][0])
-    assert set(only["dev"]["validation"]) == {"accuracy", "f1"}
+    assert set(only["selection"]) == {"accuracy", "f1"}
+    assert set(only["evaluation"]["validation"]) == {"accuracy", "f1"}
 
 
 @pytest.mark.large
@@ -482,7 +523,11 @@ def test_cola_from_shared_glue_reports_matthews(tmp_path, tiny_preset):
         )
     )
     assert results["num_train_examples"] == 256
-    assert -1.0 <= results["best"]["validation"]["matthews_corrcoef"] <= 1.0
+    assert results["selection_split"]["num_selection_examples"] == 26
+    assert (
+        -1.0 <= results["evaluation"]["validation"]["matthews_corrcoef"] <= 1.0
+    )
+    assert results["evaluation_names"]["validation"].endswith("first 128 rows")
 
 
 @pytest.mark.large
@@ -532,7 +577,7 @@ def test_regression_and_three_way_tasks_run(tmp_path, tiny_preset):
                 **ONE_SHORT_RUN,
             )
         )
-        assert {k: set(v) for k, v in results["best"].items()} == expected
-        for split in results["best"].values():
+        assert {k: set(v) for k, v in results["evaluation"].items()} == expected
+        for split in results["evaluation"].values():
             for value in split.values():
                 assert np.isfinite(value)

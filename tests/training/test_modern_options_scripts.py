@@ -178,9 +178,9 @@ def test_pretrain_script_finetune_and_export(option, option_runs):
         (run["model_dir"] / "checkpoints" / "run.json").read_text()
     )
     assert config["model"]["position_encoding"] == option
-    dev = run["glue"]["runs"][0]["dev"]
-    accuracy = dev[next(iter(dev))]["accuracy"]
-    # A share of the 16 dev sentences, each counted once.
+    evaluation = run["glue"]["runs"][0]["evaluation"]
+    accuracy = evaluation[next(iter(evaluation))]["accuracy"]
+    # A share of the 16 evaluation sentences, each counted once.
     assert 0.0 <= accuracy <= 1.0
     assert accuracy * 16 == pytest.approx(round(accuracy * 16), abs=1e-5)
 

@@ -105,7 +105,8 @@ class CompareConfig(Settings):
     (`finetune`) configurations that every run starts from, and offers
     some of their settings as its flags; `--jit_compile` applies to both.
     Each fine-tuning learning rate of `--glue_learning_rates` is its own
-    run; the one with the best median dev metric is reported.
+    run; the one with the best median metric on the selection split carved
+    from the training file is reported (`study_summary.glue_summary`).
 
     Everything a run writes goes under `output_dir` unless `results_dir`
     or `figures_dir` name another place (the project's own study names

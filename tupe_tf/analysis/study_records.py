@@ -111,6 +111,32 @@ def validation_curve(results, interval):
     }
 
 
+def selection_fraction(record):
+    """A fine-tuning record's `--selection_fraction`; `None` for the records
+    from before selection splits (trained on the whole training file, the
+    evaluation file scored after every epoch and any rate chosen on it)."""
+    return record.get("selection_fraction")
+
+
+def _selection_protocols(finetune):
+    return {selection_fraction(r) for r in finetune}
+
+
+def check_glue_selection(config):
+    """Refuses fine-tuning runs that would mix with records of another
+    selection split (or of none) before they start."""
+    on_record = _selection_protocols(load_kind(config, "finetune"))
+    wanted = config.finetune.selection_fraction
+    if on_record - {wanted}:
+        raise UserError(
+            f"The fine-tuning records under {config.study_results_dir} "
+            f"have selection fraction {sorted(map(str, on_record))} (None: "
+            "written before selection splits, trained on the whole "
+            "training file); runs with --selection_fraction="
+            f"{wanted} cannot be mixed with them. Use another --results_dir."
+        )
+
+
 def load_results(config):
     """`(pretrain, finetune)` lists of the study's finished-run dicts."""
     pretrain, finetune = (
@@ -123,5 +149,12 @@ def load_results(config):
             f"The runs under {config.study_results_dir} were trained on "
             f"different data (fingerprints {sorted(map(str, fingerprints))}): "
             "move the runs of the old data aside."
+        )
+    if len(_selection_protocols(finetune)) > 1:
+        raise UserError(
+            f"The fine-tuning runs under {config.study_results_dir} mix "
+            "selection fractions "
+            f"{sorted(map(str, _selection_protocols(finetune)))} (None: "
+            "before selection splits): move the runs of one aside."
         )
     return pretrain, finetune

@@ -178,8 +178,9 @@ def run_finetune(config, run, data):
         )
     )
     primary = results["primary_metric"]
+    # One rate: it is the chosen one, its evaluation scored once.
     single = results["runs"][0]
-    split = next(iter(single["dev"]))
+    split = next(iter(single["evaluation"]))
     return {
         "kind": "finetune",
         "variant": run.variant,
@@ -191,11 +192,16 @@ def run_finetune(config, run, data):
         "learning_rate": run.learning_rate,
         "seed": run.seed,
         "metric": primary,
-        "score": float(single["dev"][split][primary]),
-        "score_per_epoch": [
-            float(epoch[split][primary]) for epoch in single["dev_per_epoch"]
+        # The evaluation file after the last epoch.
+        "score": float(single["evaluation"][split][primary]),
+        # What a choice between rates reads (study_summary).
+        "selection_score": float(single["selection"][primary]),
+        "selection_score_per_epoch": [
+            float(epoch[primary]) for epoch in single["selection_per_epoch"]
         ],
+        "selection_fraction": config.finetune.selection_fraction,
         "num_train_examples": results["num_train_examples"],
+        "num_fit_examples": results["selection_split"]["num_fit_examples"],
         "recipe": config.glue_recipe(),
         "data_fingerprint": data.fingerprint,
         "wall_seconds": time.time() - start,
@@ -304,6 +310,8 @@ def run_comparison(config: CompareConfig):
             and not study_plan.has_preset(config, r.variant, r.seed)
         )
     ]
+    if any(run.kind == "finetune" for run in todo):
+        study_records.check_glue_selection(config)
     print(
         f"[compare] {config.name}: {len(planned) - len(todo)} of "
         f"{len(planned)} runs done, {len(todo)} to run",

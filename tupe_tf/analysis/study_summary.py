@@ -136,15 +136,32 @@ def _glue_runs(config, finetune, task, variant):
 
 
 def _glue_row(variant, runs):
-    """One GLUE row: the best median learning rate's spread."""
+    """One GLUE row: the chosen learning rate's spread.
+
+    The rate is chosen by the median `selection_score` (the selection
+    split carved from the training file); records from before selection
+    splits have none and are chosen by their median `score`, the reported
+    evaluation split itself (`chosen_on` says which; `None`: one rate, no
+    choice).
+    """
     by_lr = {}
     for r in runs:
         by_lr.setdefault(r["learning_rate"], []).append(r["score"])
     spreads = {lr: study_stats.spread(v) for lr, v in by_lr.items()}
-    best = max(sorted(spreads), key=lambda lr: spreads[lr]["median"])
+    on_selection = all("selection_score" in r for r in runs)
+    key = "selection_score" if on_selection else "score"
+    choice = {
+        lr: study_stats.spread(
+            [r[key] for r in runs if r["learning_rate"] == lr]
+        )["median"]
+        for lr in by_lr
+    }
+    best = max(sorted(choice), key=lambda lr: choice[lr])
+    chosen_on = "selection" if on_selection else "evaluation"
     return {
         "metric": runs[0]["metric"],
         "learning_rate": best,
+        "chosen_on": chosen_on if len(by_lr) > 1 else None,
         "score": spreads[best],
         "runs": len(by_lr[best]),
         # The control is not pre-trained: no seeds to list.
@@ -174,7 +191,9 @@ def glue_summary(config, finetune, order):
     """`{task: {variant: {...}}}` with the selected learning rate's spread.
 
     Selection rule: per (variant, task), the learning rate with the highest
-    median dev metric over fine-tuning seeds (ties: the smaller rate). The
+    median selection-split metric over fine-tuning seeds (ties: the smaller
+    rate); records from before selection splits: the median reported
+    (evaluation-split) metric, said by each row's `chosen_on`. The
     runs of every pre-training seed in `glue_pretrain_seeds` are pooled;
     `runs` counts them.
     `median_by_rate` keeps every swept rate's median, so a reader sees what

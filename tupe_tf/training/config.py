@@ -499,6 +499,14 @@ class GlueConfig(Settings):
     num_epochs: Optional[int] = setting(
         None, help="Epochs (default: --recipe's).", valid=at_least(1)
     )
+    selection_fraction: float = setting(
+        0.1,
+        help="Share of the training file held out, stratified by label "
+        "(STS-B: by score quintile) with a fixed seed, to choose the "
+        "learning rate on; the rest is trained on, and the evaluation "
+        "file(s) are scored once, at the chosen rate.",
+        valid=between(0, 1, low_open=True, high_open=True),
+    )
     optimizer: OptimizerConfig = nested(
         lambda: OptimizerConfig(**PAPER_FINETUNE_OPTIMIZER),
         flags=("warmup_ratio", "weight_decay"),
@@ -510,7 +518,9 @@ class GlueConfig(Settings):
         None, help="Cap on training examples (quick runs).", valid=at_least(1)
     )
     max_eval_examples: Optional[int] = setting(
-        None, help="Cap on dev examples (quick runs).", valid=at_least(1)
+        None,
+        help="Cap on evaluation examples (quick runs).",
+        valid=at_least(1),
     )
     verbose: int = setting(
         2,

@@ -1,15 +1,20 @@
 """GLUE fine-tuning of a pre-trained TUPE preset (TUPE Table 2 recipe).
 
-`run_glue(config)` sweeps the learning rates in `config.learning_rates`,
-runs every seed for each, evaluates on the task's dev split(s) after every
-epoch, and reports per run, the median over seeds per learning rate, and
-the best learning rate by that median (GLUE's convention; the TUPE paper
-reports the median of several seeds).
+`run_glue(config)` carves a selection split from the training file
+(`config.selection_fraction`, stratified, fixed seed), trains on the rest
+at every learning rate in `config.learning_rates` x every seed, scores the
+selection split after every epoch, and chooses the learning rate whose
+median primary metric over seeds on it is highest (GLUE's convention on a
+held-out split; the TUPE paper reports the median of several seeds). The
+evaluation file(s) (GLUE's "dev", which may be another split: see
+`glue.describe_split`) are predicted after each run's last epoch, and
+their labels are read once, for the chosen rate's runs only.
 """
 
 import dataclasses
 import os
 import time
+from typing import NamedTuple
 
 import keras
 import numpy as np
@@ -142,70 +147,85 @@ def _features(
     )
 
 
-class _DevEvaluator(keras.callbacks.Callback):
-    """Computes the GLUE metrics on the dev split(s) after every epoch."""
+class PreparedGlue(NamedTuple):
+    """The checked task and data of `run_glue`, before any run.
 
-    def __init__(self, task_name, eval_sets):
+    Attributes:
+        task: the `GlueTask`.
+        strategy: the `tf.distribute` strategy.
+        train: the training file as read.
+        fit: the rows of `train` trained on.
+        selection: the rows of `train` the learning rate is chosen on.
+        evaluation: the evaluation split(s), scored at the chosen rate.
+    """
+
+    task: glue.GlueTask
+    strategy: object
+    train: glue.GlueSplit
+    fit: glue.GlueSplit
+    selection: glue.GlueSplit
+    evaluation: list
+
+
+def _predict(model, dataset):
+    """The model's outputs on `dataset`, float32 whatever the compute
+    dtype (for the metrics)."""
+    return np.asarray(model.predict(dataset, verbose=0), np.float32)
+
+
+class _SelectionEvaluator(keras.callbacks.Callback):
+    """Computes the GLUE metrics on the selection split after every epoch."""
+
+    def __init__(self, task_name, dataset, labels):
         super().__init__()
         self.task_name = task_name
-        self.eval_sets = eval_sets
+        self.dataset = dataset
+        self.labels = labels
         self.history = []
 
-    def evaluate(self):
-        results = {}
-        for split_name, (dataset, labels) in self.eval_sets.items():
-            # float32 for the metrics, whatever the compute dtype.
-            outputs = np.asarray(
-                self.model.predict(dataset, verbose=0), np.float32
-            )
-            metrics = glue_metrics.compute_glue_metrics(
-                self.task_name, labels, outputs
-            )
-            results[split_name] = metrics
-        return results
-
     def on_epoch_end(self, epoch, logs=None):
-        results = self.evaluate()
-        self.history.append({"epoch": epoch + 1, **results})
-        logging.info("epoch %d dev: %s", epoch + 1, results)
+        metrics = glue_metrics.compute_glue_metrics(
+            self.task_name, self.labels, _predict(self.model, self.dataset)
+        )
+        self.history.append({"epoch": epoch + 1, **metrics})
+        logging.info("epoch %d selection split: %s", epoch + 1, metrics)
 
 
-def _run_datasets(config, train, eval_splits, preprocessor, seed):
-    """`(train_ds, eval_sets, steps_per_epoch)` of one run.
+def _run_datasets(config, prepared, preprocessor, seed):
+    """`(train_ds, selection_ds, eval_sets, steps_per_epoch)` of one run.
 
-    `eval_sets` maps each dev split to `(dataset, labels)`.
+    `eval_sets` maps each evaluation split to its batches, built without
+    its labels (zeros in their place): only `choose_and_evaluate` reads
+    them.
     """
     tpu = config.runtime.strategy == "tpu"
-    # TPUs need static shapes: full training batches only.
-    train_ds = _features(
-        train,
-        preprocessor,
-        config.batch_size,
-        True,
-        seed,
-        drop_remainder=tpu,
-        pad_to_longest=config.pad_to_longest,
-    )
-    eval_sets = {
-        split.split: (
-            _features(
-                split,
-                preprocessor,
-                config.batch_size,
-                False,
-                seed,
-                pad_to_longest=config.pad_to_longest,
-            ),
-            split.labels,
+
+    def batches(split, shuffle=False, drop_remainder=False):
+        return _features(
+            split,
+            preprocessor,
+            config.batch_size,
+            shuffle,
+            seed,
+            drop_remainder=drop_remainder,
+            pad_to_longest=config.pad_to_longest,
         )
-        for split in eval_splits
+
+    # TPUs need static shapes: full training batches only.
+    train_ds = batches(prepared.fit, shuffle=True, drop_remainder=tpu)
+    eval_sets = {
+        split.split: batches(
+            dataclasses.replace(split, labels=np.zeros_like(split.labels))
+        )
+        for split in prepared.evaluation
     }
+    fit_size = len(prepared.fit)
     steps_per_epoch = (
-        len(train) // config.batch_size
+        fit_size // config.batch_size
         if tpu
-        else int(np.ceil(len(train) / config.batch_size))
+        else int(np.ceil(fit_size / config.batch_size))
     )
-    return train_ds, eval_sets, steps_per_epoch
+    return train_ds, batches(prepared.selection), eval_sets, steps_per_epoch
 
 
 def _compiled_classifier(config, task, features, total_steps, learning_rate):
@@ -246,33 +266,39 @@ def _compiled_classifier(config, task, features, total_steps, learning_rate):
     return model
 
 
-def build_run(config, task, train, eval_splits, learning_rate, seed, strategy):
-    """`(model, train_ds, eval_sets)` of one run: the seeded, compiled
-    classifier and its batches, before any training step."""
+def build_run(config, prepared, learning_rate, seed):
+    """`(model, train_ds, selection_ds, eval_sets)` of one run: the seeded,
+    compiled classifier and its batches, before any training step."""
     keras.utils.set_random_seed(seed)
     preprocessor = preset_preprocessor(config.preset, config.seq_length)
-    train_ds, eval_sets, steps_per_epoch = _run_datasets(
-        config, train, eval_splits, preprocessor, seed
+    train_ds, selection_ds, eval_sets, steps_per_epoch = _run_datasets(
+        config, prepared, preprocessor, seed
     )
-    with strategy.scope():
+    with prepared.strategy.scope():
         model = _compiled_classifier(
             config,
-            task,
+            prepared.task,
             next(iter(train_ds))[0],
             steps_per_epoch * config.num_epochs,
             learning_rate,
         )
-    return model, train_ds, eval_sets
+    return model, train_ds, selection_ds, eval_sets
 
 
-def finetune_once(
-    config, task, train, eval_splits, learning_rate, seed, strategy
-):
-    """One fine-tuning run; returns its per-epoch and final dev metrics."""
-    model, train_ds, eval_sets = build_run(
-        config, task, train, eval_splits, learning_rate, seed, strategy
+def finetune_once(config, prepared, learning_rate, seed):
+    """One fine-tuning run on the fit rows.
+
+    Returns:
+        `(run, eval_outputs)`: the run's dict (selection-split metrics after
+        every epoch and at the last) and its outputs on each evaluation
+        split after the last epoch (`{split: array}`; their labels unread).
+    """
+    model, train_ds, selection_ds, eval_sets = build_run(
+        config, prepared, learning_rate, seed
     )
-    evaluator = _DevEvaluator(task.name, eval_sets)
+    evaluator = _SelectionEvaluator(
+        prepared.task.name, selection_ds, prepared.selection.labels
+    )
     start = time.time()
     history = model.fit(
         train_ds,
@@ -281,57 +307,97 @@ def finetune_once(
         callbacks=[evaluator],
         verbose=config.verbose,
     )
-    return {
+    run = {
         "learning_rate": learning_rate,
         "seed": seed,
         "compute_dtype": model.backbone.compute_dtype,
         "train_loss": [float(v) for v in history.history["loss"]],
-        "dev_per_epoch": evaluator.history,
-        "dev": {k: v for k, v in evaluator.history[-1].items() if k != "epoch"},
-        "seconds": time.time() - start,
+        "selection_per_epoch": evaluator.history,
+        "selection": {
+            k: v for k, v in evaluator.history[-1].items() if k != "epoch"
+        },
+    }
+    eval_outputs = {
+        split: _predict(model, dataset) for split, dataset in eval_sets.items()
+    }
+    run["seconds"] = time.time() - start
+    return run, eval_outputs
+
+
+def _medians(dicts):
+    """`{metric: median}` over dicts of the same metrics."""
+    return {
+        metric: float(np.median([d[metric] for d in dicts]))
+        for metric in dicts[0]
     }
 
 
 def summarize_runs(task_name, runs):
-    """Medians over seeds per learning rate, and the best learning rate.
+    """Medians over seeds per learning rate on the selection split, and the
+    learning rate chosen by them.
 
     Args:
         task_name: GLUE task name (selects the primary metric).
-        runs: dicts with `learning_rate` and `dev` (`{split: {metric: v}}`).
+        runs: dicts with `learning_rate` and `selection` (`{metric: v}`, on
+            the selection split carved from the training file).
 
     Returns:
-        `(median_by_learning_rate, best_learning_rate)`: medians keyed by
+        `(median_by_learning_rate, chosen_learning_rate)`: medians keyed by
         `str(learning_rate)`, and the learning rate whose median primary
-        metric on the first dev split is highest.
+        metric is highest (ties: the first swept).
 
     Example:
 
-    >>> runs = [{"learning_rate": 2e-5, "dev": {"validation": {"accuracy": 0.8}}}]
+    >>> runs = [{"learning_rate": 2e-5, "selection": {"accuracy": 0.8}}]
     >>> summarize_runs("sst2", runs)
-    ({'2e-05': {'validation': {'accuracy': 0.8}}}, 2e-05)
+    ({'2e-05': {'accuracy': 0.8}}, 2e-05)
     """
-    by_lr = {}
-    learning_rates = []
-    for run in runs:
-        if run["learning_rate"] not in learning_rates:
-            learning_rates.append(run["learning_rate"])
-    for learning_rate in learning_rates:
-        lr_runs = [run for run in runs if run["learning_rate"] == learning_rate]
-        by_lr[str(learning_rate)] = {
-            split: {
-                metric: float(
-                    np.median([run["dev"][split][metric] for run in lr_runs])
-                )
-                for metric in lr_runs[0]["dev"][split]
-            }
-            for split in lr_runs[0]["dev"]
-        }
+    learning_rates = list(dict.fromkeys(run["learning_rate"] for run in runs))
+    by_lr = {
+        str(lr): _medians(
+            [run["selection"] for run in runs if run["learning_rate"] == lr]
+        )
+        for lr in learning_rates
+    }
     primary = glue_metrics.primary_metric(task_name)
-    first_split = next(iter(runs[0]["dev"]))
-    best = max(
-        learning_rates, key=lambda lr: by_lr[str(lr)][first_split][primary]
-    )
-    return by_lr, best
+    chosen = max(learning_rates, key=lambda lr: by_lr[str(lr)][primary])
+    return by_lr, chosen
+
+
+def choose_and_evaluate(task_name, runs, eval_outputs, eval_labels):
+    """Chooses the learning rate on the selection split, then scores the
+    evaluation split(s) once, for the chosen rate's runs only.
+
+    Args:
+        task_name: GLUE task name.
+        runs: the runs' dicts (`summarize_runs`); the chosen rate's get an
+            `evaluation` entry (`{split: {metric: v}}`).
+        eval_outputs: per run, its `{split: outputs}` on the evaluation
+            split(s).
+        eval_labels: `{split: labels}` of the evaluation split(s), read
+            after the choice.
+
+    Returns:
+        `(median_by_learning_rate, chosen_learning_rate, evaluation)`:
+        `summarize_runs`'s, and the medians over the chosen rate's seeds
+        on each evaluation split.
+    """
+    by_lr, chosen = summarize_runs(task_name, runs)
+    scored = []
+    for run, outputs in zip(runs, eval_outputs):
+        if run["learning_rate"] != chosen:
+            continue
+        run["evaluation"] = {
+            split: glue_metrics.compute_glue_metrics(
+                task_name, eval_labels[split], split_outputs
+            )
+            for split, split_outputs in outputs.items()
+        }
+        scored.append(run["evaluation"])
+    evaluation = {
+        split: _medians([e[split] for e in scored]) for split in scored[0]
+    }
+    return by_lr, chosen, evaluation
 
 
 def validate_glue_config(config):
@@ -402,9 +468,11 @@ def run_glue(config: GlueConfig):
 
     Returns:
         The results dict (also written to `<output_dir>/<task>/results.json`):
-        `runs` (every learning rate x seed, with per-epoch dev metrics),
-        `median_by_learning_rate`, `best_learning_rate` and `best` (its
-        medians).
+        `selection_split` (how it was carved), `runs` (every learning rate x
+        seed, with per-epoch selection-split metrics; the chosen rate's with
+        `evaluation`), `selection_median_by_learning_rate`,
+        `chosen_learning_rate`, `evaluation` (its medians on each
+        evaluation split) and `evaluation_names` (what those splits are).
 
     Raises:
         UserError: a Keras backend other than TensorFlow, before anything
@@ -415,14 +483,15 @@ def run_glue(config: GlueConfig):
     >>> results = run_glue(GlueConfig(task="cola", preset="runs/default/model/preset",
     ...                               glue_dir="glue_data", learning_rates=[2e-5],
     ...                               seeds=[0, 1, 2]))
-    >>> results["best"]["validation"]["matthews_corrcoef"]
+    >>> results["evaluation"]["validation"]["matthews_corrcoef"]
     """
     require_tensorflow("GLUE fine-tuning with run_glue")
     config = dataclasses.replace(config)
-    task, strategy, train, eval_splits = prepare_glue(config)
+    prepared = prepare_glue(config)
+    task = prepared.task
     output_dir = os.path.join(config.output_dir, task.name)
     os.makedirs(output_dir, exist_ok=True)
-    runs = []
+    runs, eval_outputs = [], []
     previous_policy = keras.config.dtype_policy()
     keras.config.set_dtype_policy(config.runtime.mixed_precision)
     try:
@@ -431,20 +500,14 @@ def run_glue(config: GlueConfig):
                 print(
                     f"GLUE {task.name}: learning rate {learning_rate}, seed {seed}"
                 )
-                runs.append(
-                    finetune_once(
-                        config,
-                        task,
-                        train,
-                        eval_splits,
-                        learning_rate,
-                        seed,
-                        strategy,
-                    )
+                run, outputs = finetune_once(
+                    config, prepared, learning_rate, seed
                 )
+                runs.append(run)
+                eval_outputs.append(outputs)
     finally:
         keras.config.set_dtype_policy(previous_policy)
-    results = _glue_results(config, task, train, eval_splits, runs)
+    results = _glue_results(config, prepared, runs, eval_outputs)
     path = os.path.join(output_dir, "results.json")
     fileio.write_json_atomically(path, results)
     results["results_file"] = path
@@ -452,9 +515,9 @@ def run_glue(config: GlueConfig):
 
 
 def prepare_glue(config):
-    """`(task, strategy, train, eval_splits)`: the flags (unset recipe
-    values filled in on `config`), the preset's tokenizer and the data
-    checked and loaded, before any run.
+    """The `PreparedGlue` of `config`: the flags (unset recipe values filled
+    in on `config`), the preset's tokenizer and the data checked and loaded,
+    and the selection split carved from the training file, before any run.
 
     Raises:
         UserError: naming the flag or file.
@@ -467,25 +530,49 @@ def prepare_glue(config):
         num_cpu_devices=config.runtime.num_cpu_devices,
     )
     train = _load_split(config, task, "train", config.max_train_examples)
-    eval_splits = [
+    fit, selection = glue.carve_selection_split(
+        train, config.selection_fraction
+    )
+    evaluation = [
         _load_split(config, task, split, config.max_eval_examples)
         for split in task.eval_splits
     ]
     # The tokenizer is needed by every run: refuse a bad one now.
     preset_preprocessor(config.preset, config.seq_length)
-    return task, strategy, train, eval_splits
+    return PreparedGlue(task, strategy, train, fit, selection, evaluation)
 
 
-def _glue_results(config, task, train, eval_splits, runs):
+def _glue_results(config, prepared, runs, eval_outputs):
     """The results dict of `run_glue` (without `results_file`)."""
-    by_lr, best_lr = summarize_runs(task.name, runs)
+    task, train, evaluation = prepared.task, prepared.train, prepared.evaluation
+    by_lr, chosen, scores = choose_and_evaluate(
+        task.name,
+        runs,
+        eval_outputs,
+        {split.split: split.labels for split in evaluation},
+    )
     return {
         "task": task.name,
         "preset": os.path.abspath(config.preset),
         "train_source": train.source,
-        "eval_sources": {split.split: split.source for split in eval_splits},
         "num_train_examples": len(train),
-        "num_eval_examples": {split.split: len(split) for split in eval_splits},
+        "selection_split": {
+            "fraction": config.selection_fraction,
+            "seed": glue.SELECTION_SEED,
+            "stratified_by": (
+                f"{glue.SELECTION_REGRESSION_BINS} quantile bins of the score"
+                if task.is_regression
+                else "label"
+            ),
+            "num_fit_examples": len(prepared.fit),
+            "num_selection_examples": len(prepared.selection),
+        },
+        "evaluation_sources": {s.split: s.source for s in evaluation},
+        "evaluation_names": {
+            s.split: glue.describe_split(s, config.max_eval_examples)
+            for s in evaluation
+        },
+        "num_eval_examples": {s.split: len(s) for s in evaluation},
         "recipe": {
             "name": config.recipe,
             "batch_size": config.batch_size,
@@ -501,7 +588,7 @@ def _glue_results(config, task, train, eval_splits, runs):
         },
         "primary_metric": glue_metrics.primary_metric(task.name),
         "runs": runs,
-        "median_by_learning_rate": by_lr,
-        "best_learning_rate": float(best_lr),
-        "best": by_lr[str(best_lr)],
+        "selection_median_by_learning_rate": by_lr,
+        "chosen_learning_rate": float(chosen),
+        "evaluation": scores,
     }
