@@ -18,6 +18,8 @@ import os
 # WARNING or ERROR lines unless the user sets it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from tupe_tf.analysis import probe_report  # noqa: E402
+from tupe_tf.analysis import probe_runner  # noqa: E402
 from tupe_tf.analysis.probe_config import ProbeConfig  # noqa: E402
 from tupe_tf.utils import cli  # noqa: E402
 from tupe_tf.utils import config_flags  # noqa: E402
@@ -27,19 +29,21 @@ config_flags.define_flags(ProbeConfig)
 
 def probe_or_report(config):
     """Runs (or, with --from_results, only reports) the probes of `config`."""
-    from tupe_tf.analysis import probe_runner
-
     if config.from_results:
         config.validate()
         records = probe_runner.load_records(config)
-        return {"new_runs": 0, "records": records, "wall_seconds": 0.0}
-    return probe_runner.run_probes(config)
+        result = {"new_runs": 0, "records": records, "wall_seconds": 0.0}
+    else:
+        result = probe_runner.run_probes(config)
+    result["report"] = probe_report.write_report(
+        config.study_results_dir, result["records"]
+    )
+    return result
 
 
 def print_result(result):
-    from tupe_tf.analysis import probe_report
-
     print(probe_report.tables(result["records"]), flush=True)
+    print(f"[probe] wrote {result['report']}", flush=True)
     print(
         f"[probe] {result['new_runs']} new runs in "
         f"{result['wall_seconds'] / 60:.1f} min; "

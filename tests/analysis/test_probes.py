@@ -254,20 +254,59 @@ def test_records_of_other_settings_are_not_mixed(tmp_path):
         probe_runner.check_study(config, "data-b")
 
 
+def _record(variant, seed, accuracy, task="copy"):
+    return {
+        "task": task,
+        "variant": variant,
+        "seed": seed,
+        "chance": {"32": 0.1, "64": 0.05},
+        "accuracy": accuracy,
+    }
+
+
 def test_tables_show_median_and_range_over_seeds():
     records = [
-        {
-            "task": "copy",
-            "variant": "bert",
-            "seed": seed,
-            "chance": {"32": 0.1, "64": 0.05},
-            "accuracy": {"32": accuracy},
-        }
+        _record("bert", seed, {"32": accuracy})
         for seed, accuracy in enumerate([0.5, 0.75, 1.0])
     ]
     table = probe_report.tables(records)
-    assert "| bert | 0.75 [0.50, 1.00] (3 seeds) | n/a |" in table
+    assert "| bert | 0.75 [0.50, 1.00] (n 3) | n/a |" in table
     assert "| chance | 0.10 | 0.05 |" in table
+
+
+def test_uses_positions_is_the_paired_gap_to_nope_by_the_rule():
+    # rope is 0.8 above nope at every seed, up to a little noise; alibi's
+    # gaps change sign, so the rule cannot put it above nope.
+    noise = [0.01, -0.02, 0.0, 0.02, -0.01]
+    records = []
+    for seed, e in enumerate(noise):
+        records.append(_record("nope", seed, {"32": 0.1 + e, "64": 0.05}))
+        records.append(_record("rope", seed, {"32": 0.9 + e, "64": 0.5 + e}))
+        records.append(_record("alibi", seed, {"32": 0.1 - 2 * e}))
+    gaps = probe_report.gaps_to_nope(records, 32)
+    assert gaps["rope"].mean == pytest.approx(0.8)
+    assert probe_report.uses_positions(gaps["rope"])
+    assert not probe_report.uses_positions(gaps["alibi"])
+    table = probe_report.tables(records)
+    assert (
+        "| rope | 0.90 [0.88, 0.92] (n 5) * | 0.50 [0.48, 0.52] (n 5) * |"
+        in (table)
+    )
+    assert "| alibi | 0.10 [0.06, 0.14] (n 5) | n/a |" in table
+    assert (
+        "| nope | 0.10 [0.08, 0.12] (n 5) | 0.05 [0.05, 0.05] (n 5) |" in table
+    )
+    finding = probe_report.findings(records)
+    assert finding.startswith(
+        "- **copy**: at 32, 1 of 2 above nope (rope +0.80"
+    )
+    assert "at 64, 1 of 1 above nope (rope +0.45" in finding
+
+
+def test_without_nope_records_nothing_is_called_above_it():
+    records = [_record("rope", seed, {"32": 0.9}) for seed in range(5)]
+    assert probe_report.gaps_to_nope(records, 32) == {}
+    assert "*" not in probe_report.tables(records)
 
 
 def _tiny_config(tmp_path, **changes):
@@ -344,3 +383,25 @@ def test_script_refuses_a_bad_flag_with_one_error_line(tmp_path):
     errors = [line for line in lines if line.startswith("ERROR:")]
     assert len(errors) == 1 and "--variants has unknown" in errors[0]
     assert not os.listdir(tmp_path)
+
+
+COMMITTED = ProbeConfig(
+    results_dir=os.path.join(os.path.dirname(__file__), "../../docs/results")
+)
+
+
+@pytest.mark.skipif(
+    not os.path.isdir(COMMITTED.study_results_dir),
+    reason="no committed probe records",
+)
+def test_committed_probe_report_matches_its_records():
+    records = probe_runner.load_records(COMMITTED)
+    path = os.path.join(COMMITTED.study_results_dir, "tables.md")
+    with open(path) as f:
+        assert f.read() == probe_report.report(records)
+    # A record's accuracy moved changes the report: it is read, not kept.
+    moved = [
+        dict(r, accuracy={k: v / 2 for k, v in r["accuracy"].items()})
+        for r in records
+    ]
+    assert probe_report.report(moved) != probe_report.report(records)
