@@ -53,6 +53,9 @@ setup(
         # The fast WordPiece learner (also keras-hub requirements).
         "tokenizers>=0.22,<0.24",
         "regex>=2024.4",
+        # The study's decision rule, a paired t-test
+        # (tupe_tf/analysis/paired_stats.py); gensim needs it too.
+        "scipy>=1.11",
     ],
     # What one feature needs beyond the model, the data pipeline and the
     # main job (tupe_tf/utils/extras.py says which feature).

@@ -25,7 +25,8 @@ def test_pretraining_is_compared_by_seed_with_bert_and_nope():
         "300 [100, >400]"
     )
     config = compare.CompareConfig()
-    # rope is below nope in every seed from step 200, by 0.1 to 0.3.
+    # rope is below nope in every seed from step 200: by 0.1, 0.2, 0.3 at
+    # step 200, by 0.30, 0.26, 0.37 at step 300.
     pretrain = (
         [
             _curve_record("nope", seed, [6.0, 5.8, 5.8 + seed / 100])
@@ -33,24 +34,34 @@ def test_pretraining_is_compared_by_seed_with_bert_and_nope():
         ]
         + [_curve_record("bert", seed, [6.0, 5.8, 5.9]) for seed in range(3)]
         + [
-            _curve_record("rope", seed, [6.0, 5.7 - seed / 10, 5.5])
-            for seed in range(3)
+            _curve_record("rope", seed, [6.0, 5.7 - seed / 10, final])
+            for seed, final in enumerate([5.5, 5.55, 5.45])
         ]
     )
     order = ["bert", "rope", "nope"]
     summary = study_summary.pretrain_summary(config, pretrain, order)
     rope = summary["rope"]["versus"]
-    assert rope["nope"].n == 3 and rope["nope"].p == 0.25
-    assert (rope["nope"].low, rope["nope"].high) == pytest.approx((-0.32, -0.3))
-    # Holm over the two variants compared with bert: 0.25 x 2.
-    assert rope["bert"].p_holm == 0.5 and not rope["bert"].different
+    # -0.30, -0.26, -0.37: t = -9.64 on 2 degrees of freedom.
+    assert rope["nope"].n == 3
+    assert rope["nope"].p == pytest.approx(0.0106, abs=1e-4)
+    assert (rope["nope"].low, rope["nope"].high) == pytest.approx(
+        (-0.37, -0.26)
+    )
+    # Holm over the two variants compared with bert: nope's p 0.0041 (0.08,
+    # 0.09, 0.10 below bert) x 2 = 0.0082, and rope's 0.0052 x 1 raised to
+    # it.
+    assert rope["bert"].p == pytest.approx(0.0052, abs=1e-4)
+    assert rope["bert"].p_holm == pytest.approx(0.0082, abs=1e-4)
+    assert rope["bert"].different
     assert summary["nope"]["versus"]["nope"] is None
-    # Three seeds cannot reach the rule's 0.05 at any step.
+    # On three seeds rope is below nope by the rule from step 300: at step
+    # 200, -0.1, -0.2, -0.3 give p 0.074. bert equals nope at step 200 at
+    # every seed (p 1) and is above it at step 300.
     assert study_summary.first_steps_below(pretrain, order) == {
         "bert": None,
-        "rope": None,
+        "rope": 300,
     }
-    # Six seeds can: rope is below nope from step 200 on.
+    # Six seeds call step 200's differences (p 0.0028 alone).
     six = pretrain + [
         _curve_record(r["variant"], r["seed"] + 3, r["curve"]["val_loss"])
         for r in pretrain
@@ -58,8 +69,9 @@ def test_pretraining_is_compared_by_seed_with_bert_and_nope():
     assert study_summary.first_steps_below(six, ["rope"]) == {"rope": 200}
     table = study_report.render_tables(config, pretrain, [], order)
     assert (
-        "| rope | 0,1,2 | 5.500 [5.500, 5.500] | -0.400 [-0.400, -0.400], n 3, "
-        "p 0.25, Holm 0.5 | -0.310 [-0.320, -0.300], n 3, p 0.25, Holm 0.5 |"
+        "| rope | 0,1,2 | 5.500 [5.450, 5.550] | -0.400 [-0.450, -0.350], n 3, "
+        "p 0.0052, Holm 0.0082 (different) | -0.310 [-0.370, -0.260], n 3, "
+        "p 0.011, Holm 0.011 (different) |"
     ) in table
 
 
@@ -99,18 +111,20 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
     assert rows["bert"]["median_by_rate"] == {3e-4: 0.70, 1e-3: 0.72}
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
-        # Paired by fine-tuning seed with the control's 0.79, 0.80, 0.81.
+        # Paired by fine-tuning seed with the control's 0.79, 0.80, 0.81:
+        # -0.09, -0.08, -0.08, t = -25 on 2 degrees of freedom.
         "| bert | 0.001 | 0.720 [0.700, 0.730] | -0.083 [-0.090, -0.080], n 3, "
-        "p 0.25, Holm 0.25 | 0.0003: 0.700, 0.001: 0.720 |" in table
+        "p 0.0016, Holm 0.0016 (different) | 0.0003: 0.700, 0.001: 0.720 |"
+        in table
     )
     # With one configured rate the per-rate column is left out.
     config.finetune.learning_rates = [1e-3]
     table = study_report.render_tables(config, [], finetune, ["bert"])
-    # Against the control's 0.70, 0.78, 0.79: of the sums +-0 +-0.06
-    # +-0.06, half are as far from 0.
+    # Against the control's 0.70, 0.78, 0.79: 0, -0.06, -0.06, t = -2.0 on
+    # 2 degrees of freedom.
     assert (
         "| bert | 0.001 | 0.720 [0.700, 0.730] | -0.040 [-0.060, +0.000], n 3, "
-        "p 0.5, Holm 0.5 |"
+        "p 0.18, Holm 0.18 |"
     ) in table
     config.glue_pretrain_seeds = [0, 1]
     rows = study_summary.glue_summary(config, finetune, ["bert"])["sst2"]
@@ -118,9 +132,10 @@ def test_glue_selection_takes_the_best_median_rate_and_shows_each():
     assert rows["bert"]["runs"] == 6
     table = study_report.render_tables(config, [], finetune, ["bert"])
     assert (
-        # Per fine-tuning seed the mean of the two models: 0.80, 0.815, 0.825.
+        # Per fine-tuning seed the mean of the two models: 0.80, 0.815,
+        # 0.825; minus the control's: +0.10, +0.035, +0.035.
         "| bert | 0.001 | 0.815 [0.700, 0.920] | +0.057 [+0.035, +0.100], n 3, "
-        "p 0.25, Holm 0.25 | 0,1 (6) |" in table
+        "p 0.12, Holm 0.12 | 0,1 (6) |" in table
     )
     assert (
         "| no-pretraining | 0.001 | 0.780 [0.700, 0.790] | control | - (3) |"
@@ -175,16 +190,19 @@ def test_extension_gaps_are_spread_over_seeds_and_compared_by_seed():
     ]
     order = ["tupe-a", "nope"]
     table = study_extension.render_table(config, extensions, pretrain, order)
-    # The change -0 and -0.25: of the sums +-0 +-0.25 all are as far
-    # from 0 (p 1); nope's -0.031 twice gives p 0.5, Holm 1 over the two.
+    # The change -0 and -0.25: t = -1 on 1 degree of freedom, p 0.5;
+    # nope's -0.031 at both seeds has no spread: p 0 (the rule's choice for
+    # identical non-zero differences), which Holm keeps at 0, and tupe-a's
+    # 0.5 x 1.
     assert (
         "| tupe-a | 500 | 0,1 | -0.400 [-0.600, -0.200] | 6.250 [6.000, 6.500] | "
         "6.600 [6.600, 6.600] | 6.562 [6.500, 6.625] | 6.188 [6.000, 6.375] | "
         "6.000 [5.750, 6.250] | +0.312 [+0.125, +0.500] | "
-        "+0.188 [+0.125, +0.250] | -0.125 [-0.250, +0.000], n 2, p 1, Holm 1 |"
+        "+0.188 [+0.125, +0.250] | -0.125 [-0.250, +0.000], n 2, p 0.5, "
+        "Holm 0.5 |"
     ) in table
     assert "| nope | 500 | 0,1 | - | 6.500 [6.500, 6.500] | " in table
-    assert "-0.031 [-0.031, -0.031], n 2, p 0.5, Holm 1 |" in table
+    assert "-0.031 [-0.031, -0.031], n 2, p 0, Holm 0 (different) |" in table
     text = study_findings.Findings(
         config, pretrain, [], extensions, [], order
     ).extension()
@@ -192,7 +210,7 @@ def test_extension_gaps_are_spread_over_seeds_and_compared_by_seed():
         "(`extend/`, 2 seeds each): the gap, loss at 256 minus at 64, after "
         "the second phase minus before it at the same seed: `tupe-a` -0.125 "
         "[-0.250, +0.000], `nope` -0.031 [-0.031, -0.031]; different by the "
-        "rule: none of 2."
+        "rule: `nope` of 2."
     ) in text
     # One seed of nope: each variant says how many seeds its gap rests on.
     text = study_findings.Findings(

@@ -5,33 +5,42 @@ seed: runs of one seed share the data order (batches and masks) and the
 initial value of shared weights (tests/analysis/test_study_pairing.py
 says which), so the seed's own luck cancels in the difference. The rule:
 
-1. an exact sign-flip permutation test of the mean paired difference:
-   without a difference each difference is as likely negative as
-   positive, so all 2^n sign patterns are equally likely, and p is the
-   share of them whose mean is at least as far from 0 as the observed;
+1. a paired t-test of the mean difference (Student's t on the n per-seed
+   differences, two-sided, n - 1 degrees of freedom);
 2. Holm's step-down correction over each family of comparisons;
 3. "different" where the corrected p is at most `ALPHA`.
 
-Beside each claim: the mean and the min-max of the per-seed differences,
-with their number. With n pairs the smallest p is 2 / 2^n (the observed
-pattern and its mirror), 0.25 with 3 seeds: on 3 seeds nothing can be
-called different at 0.05, whatever the data (`seeds_needed`).
+Assumption: the t-test takes the per-seed differences as roughly normal,
+which a handful of seeds cannot check. So beside each claim the mean and
+the min-max of the per-seed differences are printed, with their number:
+a reader sees the spread the p rests on.
 
-Pure Python (no NumPy, no TensorFlow).
+Edge cases (`paired_t_p`):
+
+- fewer than 2 pairs: p = 1.0, no conclusion (one difference has no
+  spread to test it against);
+- every difference equal (zero spread): p = 0.0 where they are non-zero
+  (every seed agrees exactly), 1.0 where they are all 0 (no difference at
+  any seed). p = 0.0 is the t-test's limit as the spread goes to 0, so
+  differences equal to the last bit and differences equal to within
+  rounding (t in the millions, p ~ 0) are decided alike.
+
+Pure Python but for the t distribution (`scipy.stats.t`); no TensorFlow.
 
 Example:
 
->>> sign_flip_p([-0.9, -1.0, -1.1])
-0.25
+>>> round(paired_t_p([1.0, 2.0, 3.0]), 4)
+0.0742
+>>> paired_t_p([5.0]), paired_t_p([0.5, 0.5]), paired_t_p([0.0, 0.0])
+(1.0, 0.0, 1.0)
 >>> holm([0.01, 0.04, 0.03])
 [0.03, 0.06, 0.06]
->>> seeds_needed(1), seeds_needed(14)
-(6, 10)
 """
 
 import dataclasses
-import itertools
 import math
+
+from scipy import stats
 
 ALPHA = 0.05
 
@@ -40,8 +49,9 @@ ALPHA = 0.05
 class Paired:
     """One comparison: `a - b` over the seeds both have.
 
-    `p` is the sign-flip test's; `p_holm` its Holm correction within the
-    comparison's family (`decide`), `None` until then.
+    `p` is the paired t-test's (`paired_t_p`); `p_holm` its Holm
+    correction within the comparison's family (`decide`), `None` until
+    then.
     """
 
     n: int
@@ -61,25 +71,19 @@ def _usable(value):
     return value is not None and not math.isnan(float(value))
 
 
-def sign_flip_p(differences):
-    """Two-sided p of the mean of `differences` under random signs.
-
-    Enumerates all 2^n sign patterns (n is a handful of seeds); 1.0 for
-    no differences.
-    """
+def paired_t_p(differences):
+    """Two-sided p of Student's t on `differences` (mean 0 under the null,
+    n - 1 degrees of freedom); the edge cases of the module docstring for
+    fewer than 2 differences or zero spread."""
     n = len(differences)
-    if not n:
+    if n < 2:
         return 1.0
-    observed = abs(sum(differences))
-    # Patterns equal to the observed in exact arithmetic may differ from it
-    # in the last bits of a float sum; they count as at least as extreme.
-    tolerance = 1e-9 * sum(abs(d) for d in differences)
-    extreme = sum(
-        abs(sum(s * d for s, d in zip(signs, differences)))
-        >= observed - tolerance
-        for signs in itertools.product((1, -1), repeat=n)
-    )
-    return extreme / 2**n
+    mean = math.fsum(differences) / n
+    variance = math.fsum((d - mean) ** 2 for d in differences) / (n - 1)
+    if min(differences) == max(differences) or variance == 0.0:
+        return 0.0 if mean != 0.0 else 1.0
+    t = mean / math.sqrt(variance / n)
+    return float(2.0 * stats.t.sf(abs(t), n - 1))
 
 
 def holm(p_values):
@@ -97,20 +101,6 @@ def holm(p_values):
     return adjusted
 
 
-def smallest_p(n):
-    """The smallest p `sign_flip_p` can give on `n` pairs."""
-    return 2 / 2**n if n else 1.0
-
-
-def seeds_needed(family_size, alpha=ALPHA):
-    """The fewest pairs with which the first of `family_size` comparisons
-    can be called different (Holm multiplies its p by the family size)."""
-    n = 1
-    while smallest_p(n) * family_size > alpha:
-        n += 1
-    return n
-
-
 def paired(a, b):
     """`Paired` of `a - b` over their common seeds (`{seed: value}`;
     None and NaN dropped); `None` when they share no seed."""
@@ -123,7 +113,7 @@ def paired(a, b):
         mean=sum(differences) / len(seeds),
         low=min(differences),
         high=max(differences),
-        p=sign_flip_p(differences),
+        p=paired_t_p(differences),
     )
 
 

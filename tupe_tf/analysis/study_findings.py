@@ -3,8 +3,8 @@
 Every number and every grouping of variants in these sentences is computed
 from the records: spreads are median [min, max] over seeds
 (`study_stats`), and every comparison between variants follows the one
-rule of `paired_stats` (paired differences per seed, an exact sign-flip
-test, Holm over each family), with the seed count it rests on; nothing is
+rule of `paired_stats` (paired differences per seed, a paired t-test,
+Holm over each family), with the seed count it rests on; nothing is
 typed by hand. `Findings` gives them as markdown blocks: the findings of
 pre-training (here) and those of fine-tuning and context extension
 (`study_findings_tuning`), worded and wrapped by
@@ -84,24 +84,18 @@ class Findings(TuningFindings):
         return dict(sorted(versus.items(), key=lambda kv: kv[1].mean))
 
     def rule(self):
-        """The decision rule, with what it can say on the study's seeds."""
+        """The decision rule and its assumption, on the study's seeds."""
         n = max(len(runs) for runs in self.runs.values())
-        smallest = paired_stats.smallest_p(n)
-        family = len(self.order) - 1
         return (
             "**Rule**: two variants are compared by their differences at "
-            "the same seed, mean [min, max] over seeds; they differ where an "
-            "exact sign-flip test of the mean difference (all 2^n sign "
-            "patterns), Holm-corrected over its family, gives p <= "
-            f"{paired_stats.ALPHA:g}. With {n} seeds the smallest p is "
-            f"{smallest:g}"
-            + (
-                ", so no pair can be called different"
-                if smallest > paired_stats.ALPHA
-                else ""
-            )
-            + f" (with Holm, a family of {family} needs "
-            f"{paired_stats.seeds_needed(family)} seeds)."
+            "the same seed, mean [min, max] over seeds; they differ where a "
+            "paired t-test of the mean difference (two-sided, n - 1 degrees "
+            "of freedom), Holm-corrected over its family, gives p <= "
+            f"{paired_stats.ALPHA:g}. The t-test assumes roughly normal "
+            f"per-seed differences, which {n} seed{'s' if n > 1 else ''} "
+            "cannot check: the min-max beside each difference shows their "
+            "spread"
+            + ("; one seed gives no conclusion (p = 1)." if n < 2 else ".")
         )
 
     def positions(self):
@@ -272,10 +266,9 @@ class Findings(TuningFindings):
             text += " " + self._readme_positions() + ";"
         comparisons = self._comparisons()
         called = sum(c.different for c in comparisons)
-        smallest = paired_stats.smallest_p(max(counts))
         tasks = " and ".join(map(task_name, self.glue))
         text += (
-            " by the study's rule (an exact sign-flip test of the per-seed "
+            " by the study's rule (a paired t-test of the per-seed "
             f"differences, Holm-corrected) {called or 'none'} of its "
             f"{len(comparisons)} comparisons (pre-training"
             + (
@@ -284,11 +277,6 @@ class Findings(TuningFindings):
                 else ""
             )
             + f") {'is' if called < 2 else 'are'} different"
-            + (
-                f" (with {max(counts)} seeds the smallest p is {smallest:g})"
-                if smallest > paired_stats.ALPHA
-                else ""
-            )
         )
         text += (
             f". The study also measures held-out loss at "

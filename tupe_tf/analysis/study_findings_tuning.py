@@ -52,7 +52,7 @@ class TuningFindings:
             }
             if rows:
                 parts.append(f"{task_name(task)} {differences(rows)}")
-        return text + f"; the lowest p, {smallest:g}: " + "; ".join(parts)
+        return text + f"; the lowest p, {smallest:.2g}: " + "; ".join(parts)
 
     def glue_answer(self):
         """The GLUE rows against the no-pre-training control."""

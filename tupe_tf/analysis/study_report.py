@@ -250,8 +250,8 @@ def _pretrain_table(summary):
     return (
         "Pre-training: median [min, max] over seeds; `minus bert's`, "
         "`minus nope's`: the final loss minus the other's at the same seed, "
-        "mean [min, max] over seeds, with the rule of `paired_stats` (an "
-        "exact sign-flip test, Holm over the column; `nope`'s is the "
+        "mean [min, max] over seeds, with the rule of `paired_stats` (a "
+        "paired t-test, Holm over the column; `nope`'s is the "
         "bag-of-words level). The validation loss is Keras's: summed over "
         "masked tokens, divided by all prediction slots (empty slots count "
         "as zero), so it is below the per-token held-out loss of the next "
