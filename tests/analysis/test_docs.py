@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from data_pipeline import glue
 from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_findings_markdown
 from tupe_tf.analysis import study_records
@@ -23,6 +24,7 @@ from tupe_tf.analysis import study_stats
 from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.compare import CompareConfig
 from tupe_tf.analysis.study_config import CONTROL
+from tupe_tf.analysis.study_findings_markdown import evaluation_name
 from tupe_tf.training.config import ModelConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,6 +120,10 @@ def _setup_phrases(e):
         tasks.setdefault(r["task"], {})["dev"] = r["num_eval_examples"][
             "validation"
         ]
+    # The evaluation files are what the docs and the report call them.
+    for task, name in (("cola", "out-of-domain"), ("sst2", "test split")):
+        assert name in glue.KNOWN_EVAL_FILES[(task, tasks[task]["dev"])]
+        assert name in evaluation_name(task)
     extension = {r["length"] for r in e.records.extensions}
     (length,) = extension
     (control_steps,) = {
@@ -145,9 +151,11 @@ def _setup_phrases(e):
         f"({stats['heldout_characters']:,} characters, "
         f"`--heldout_fraction={s['heldout_fraction']:g}`)",
         f"factor = length / {seq}",
-        f"initial weights ({control_steps} pre-training steps in its records)",
-        f"train {tasks['cola']['train']:,} and {tasks['sst2']['train']:,} "
-        f"examples, dev {tasks['cola']['dev']:,} and {tasks['sst2']['dev']:,}",
+        f"initial weights: {control_steps} pre-training steps in its records",
+        f"(train {tasks['cola']['train']:,} and {tasks['sst2']['train']:,} "
+        "examples)",
+        f"CoLA's out-of-domain set ({tasks['cola']['dev']:,}) and SST's test "
+        f"split ({tasks['sst2']['dev']:,}), not GLUE's dev splits",
         f"continues from its preset at length {length}",
         f"on shards of length {length}",
         f"these models have seen {s['num_train_steps'] * s['global_batch_size']:,} "

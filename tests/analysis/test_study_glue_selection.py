@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tupe_tf.analysis import compare
+from tupe_tf.analysis import study_findings_tuning
 from tupe_tf.analysis import study_records
 from tupe_tf.analysis import study_summary
 from tupe_tf.utils.errors import UserError
@@ -76,3 +77,24 @@ def test_records_of_another_selection_protocol_are_not_mixed(tmp_path):
     (directory / "legacy.json").unlink()
     study_records.check_glue_selection(config)
     assert len(study_records.load_results(config)[1]) == 1
+
+
+def test_other_views_report_each_rate_without_choosing(tmp_path):
+    config = _config(tmp_path, rates=[1e-3])
+    finetune = [
+        dict(run, variant=variant)
+        for variant in ("no-pretraining", "bert")
+        for run in _runs(config, 3e-4, [0.9] * 3)
+        + _runs(config, 1e-3, [0.7] * 3)
+    ]
+    views = study_findings_tuning.other_glue_selections(config, finetune)
+    # The configured rate is tables.md's; the other one gets a view of its
+    # own, and no view holds two rates to choose between.
+    assert [title for title, _ in views] == [
+        "every row at learning rate 0.0003 (the 2 models fine-tuned at it)"
+    ]
+    ((_, view),) = views
+    rows = study_summary.glue_summary(view, finetune, ["bert"])["sst2"]
+    assert {(r["learning_rate"], r["chosen_on"]) for r in rows.values()} == {
+        (3e-4, None)
+    }

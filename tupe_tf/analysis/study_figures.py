@@ -6,6 +6,8 @@ from tupe_tf.analysis import study_stats
 from tupe_tf.analysis.plotting import pyplot
 from tupe_tf.analysis.plotting import save_figure
 from tupe_tf.analysis.study_beyond_table import SCALED_KEY
+from tupe_tf.analysis.study_findings_markdown import evaluation_name
+from tupe_tf.analysis.study_findings_markdown import task_name
 
 # Fixed metadata: the same JSON files give the same PNG bytes.
 _METADATA = {"Software": None}
@@ -159,9 +161,9 @@ def plot_glue(glue, path):
 
 
 def draw_glue(glue):
-    """GLUE dev scores per variant (median, min-max error bars); the
-    no-pre-training control as a line with its min-max band. Returns the
-    figure."""
+    """GLUE scores per variant on the study's evaluation files (median,
+    min-max error bars); the no-pre-training control as a line with its
+    min-max band. Returns the figure."""
     tasks = list(glue)
     fig, axes = pyplot().subplots(
         1, len(tasks), figsize=(5.5 * len(tasks), 4.5), squeeze=False
@@ -196,9 +198,11 @@ def draw_glue(glue):
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels(names, rotation=45, ha="right", fontsize=8)
         metric = next(iter(rows.values()))["metric"]
-        ax.set_ylabel(f"dev {metric}")
+        ax.set_ylabel(f"{metric} on the {evaluation_name(task)}")
         ax.set_xlim(-0.5, max(len(names), 1) - 0.5)
-        ax.set_title(f"{task}: median over fine-tuning seeds, bars min-max")
+        ax.set_title(
+            f"{task_name(task)}: median over fine-tuning seeds, bars min-max"
+        )
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return fig

@@ -1,11 +1,11 @@
 """The findings in markdown: their wording, `findings.md`, and the blocks
 of them that documents carry between markers.
 
-`names`, `join`, `seeds_text`, `differences`, `called` and `task_name`
-spell what the findings (`study_findings`) name; `wrap` and `bullets` break them into the lines of
-the docs. `render` writes `findings.md`; `updated_doc` rewrites a markdown
-file's blocks (`doc_blocks`) of a study, their relative links rebased
-(`rebase_links`).
+`names`, `join`, `seeds_text`, `differences`, `called`, `task_name` and
+`evaluation_name` spell what the findings (`study_findings`) name; `wrap`
+and `bullets` break them into the lines of the docs. `render` writes
+`findings.md`; `updated_doc` rewrites a markdown file's blocks
+(`doc_blocks`) of a study, their relative links rebased (`rebase_links`).
 
 Example:
 
@@ -30,6 +30,10 @@ BLOCKS = {
     "reproducibility": "Reproducibility",
     "readme": "For the README",
 }
+# What the study's GLUE scores are on: the evaluation files (`dev.tsv`) of
+# ../shared/data/glue, which are not GLUE's dev splits
+# (`data_pipeline.glue.KNOWN_EVAL_FILES`).
+EVALUATION_FILES = {"cola": "CoLA out-of-domain set", "sst2": "SST test split"}
 
 
 def names(variants):
@@ -76,6 +80,12 @@ def called(versus, against="", name=lambda v: f"`{v}`"):
 def task_name(task):
     """GLUE's name of a task (`CoLA`), or the key itself."""
     return GLUE_TASKS[task].directory if task in GLUE_TASKS else task
+
+
+def evaluation_name(task):
+    """What the study's scores of `task` are on (`CoLA out-of-domain
+    set`), by `EVALUATION_FILES`, else `<task> evaluation file`."""
+    return EVALUATION_FILES.get(task, f"{task_name(task)} evaluation file")
 
 
 def wrap(text, first="", then=""):

@@ -16,6 +16,8 @@ from tupe_tf.analysis import study_summary
 from tupe_tf.analysis.study_config import CONTROL
 from tupe_tf.analysis.study_findings_markdown import called
 from tupe_tf.analysis.study_findings_markdown import differences
+from tupe_tf.analysis.study_findings_markdown import evaluation_name
+from tupe_tf.analysis.study_findings_markdown import join
 from tupe_tf.analysis.study_findings_markdown import names
 from tupe_tf.analysis.study_findings_markdown import seeds_text
 from tupe_tf.analysis.study_findings_markdown import task_name
@@ -76,8 +78,9 @@ class TuningFindings:
             for task, rows in self.glue.items()
             if CONTROL in rows
         )
+        files = join(f"the {evaluation_name(task)}" for task in self.glue)
         text = (
-            f"**GLUE** ({' and '.join(map(task_name, self.glue))} dev; each "
+            f"**GLUE** (scored on {files}; each "
             f"variant's seed-{models} model fine-tuned with seeds {seeds} at "
             f"learning rate {rates}, minus the no-pre-training control at "
             f"the same fine-tuning seed; the control: {control}): "
@@ -144,7 +147,9 @@ class TuningFindings:
 
 def other_glue_selections(config, finetune):
     """`[(title, config)]`: the GLUE selections on record other than the
-    configured one (every learning rate; every pre-training seed)."""
+    configured one: each learning rate on its own (no rate is chosen per
+    row: the records' only score is the reported evaluation file's), and
+    every pre-training seed."""
     recipe = config.glue_recipe()
     runs = [r for r in finetune if r["recipe"] == recipe]
     rates = sorted({r["learning_rate"] for r in runs})
@@ -152,12 +157,23 @@ def other_glue_selections(config, finetune):
         {r["pretrain_seed"] for r in runs if r["variant"] != CONTROL}
     )
     views = []
-    if rates != sorted(config.finetune.learning_rates):
+    for rate in rates:
+        if [rate] == list(config.finetune.learning_rates):
+            continue
+        models = {
+            (r["variant"], r["pretrain_seed"])
+            for r in runs
+            if r["learning_rate"] == rate
+            and (
+                r["variant"] == CONTROL
+                or r["pretrain_seed"] in config.fine_tuned_pretrain_seeds
+            )
+        }
         views.append(
             (
-                "each row at the better median of the rates "
-                + " and ".join(f"{lr:g}" for lr in rates),
-                config.replace(finetune=dict(learning_rates=rates)),
+                f"every row at learning rate {rate:g} (the {len(models)} "
+                "models fine-tuned at it)",
+                config.replace(finetune=dict(learning_rates=[rate])),
             )
         )
     if seeds != sorted(config.fine_tuned_pretrain_seeds):

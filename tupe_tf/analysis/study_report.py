@@ -28,6 +28,8 @@ from tupe_tf.analysis.study_config import CONTROL
 from tupe_tf.analysis.study_config import NO_POSITIONS
 from tupe_tf.analysis.study_config import REFERENCE
 from tupe_tf.analysis.study_config import VARIANTS
+from tupe_tf.analysis.study_findings_markdown import evaluation_name
+from tupe_tf.analysis.study_findings_markdown import task_name
 from tupe_tf.utils import fileio
 from tupe_tf.utils.markdown import markdown_table
 
@@ -183,13 +185,12 @@ def render_glue_selections(config, finetune, order):
     return (
         "# GLUE under the other selections on record\n\nWritten from the "
         "per-run JSON files beside this file by `scripts/compare.py`. "
-        f"[`tables.md`](tables.md) selects learning rate {rates} and the "
-        f"models of pre-training seed {seeds}; here are the same runs "
-        "under the other selections the records allow. Pooled over "
-        "pre-training seeds, a variant's score at a fine-tuning seed is "
-        "the mean of its models' there, paired with the control's.\n\n"
-        + "\n\n".join(sections)
-        + "\n"
+        f"[`tables.md`](tables.md) reports learning rate {rates} and the "
+        f"models of pre-training seed {seeds}; here are the same runs at "
+        "each other rate on record, no rate chosen per row, and pooled "
+        "over pre-training seeds, where a variant's score at a fine-tuning "
+        "seed is the mean of its models' there, paired with the "
+        "control's.\n\n" + "\n\n".join(sections) + "\n"
     )
 
 
@@ -331,6 +332,24 @@ def _glue_cells(variant, row, pooled, swept):
     return cells
 
 
+def _rate_text(config, rows):
+    """At which learning rate the rows of a GLUE table are: the one
+    configured, or each row's choice and what it was chosen on."""
+    rates = config.finetune.learning_rates
+    if len(rates) == 1:
+        return f"at learning rate {rates[0]:g}"
+    on = {
+        "selection": "the selection split",
+        "evaluation": "this same evaluation file",
+    }
+    chosen = sorted({row["chosen_on"] for row in rows.values()} - {None})
+    if not chosen:
+        return "at the one rate each row has on record"
+    return "at the rate of each row's best median on " + " or ".join(
+        on[c] for c in chosen
+    )
+
+
 def _glue_table(config, task, rows):
     metric = next(iter(rows.values()))["metric"]
     pooled = len(config.fine_tuned_pretrain_seeds) > 1
@@ -348,13 +367,15 @@ def _glue_table(config, task, rows):
         ],
     )
     return (
-        f"{task} dev {metric}: median [min, max] over fine-tuning seeds "
+        f"{task_name(task)} {metric} on the {evaluation_name(task)}: median "
+        "[min, max] over fine-tuning seeds "
         + (
             "and the listed pre-training seeds' models, pooled, "
             if pooled
             else ""
         )
-        + "at the selected learning rate; `minus control`: the score minus "
+        + _rate_text(config, rows)
+        + "; `minus control`: the score minus "
         "the no-pre-training control's at the same fine-tuning seed (the "
         "rule of `paired_stats`, Holm over every task's rows).\n\n" + table
     )
