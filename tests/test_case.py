@@ -46,6 +46,7 @@ class AlibiPositionBiasTest(TestCase):
 """
 
 import importlib.util
+import inspect
 
 import keras
 import numpy as np
@@ -172,9 +173,14 @@ def gradients(model, loss_of_outputs, inputs, variables):
         trainable = model.trainable_variables
         non_trainable = [v.value for v in model.non_trainable_variables]
 
+        # `__call__` drops `training` for a layer whose `call` has none;
+        # `stateless_call` passes it on, so it is given only where taken.
+        takes_training = "training" in inspect.signature(model.call).parameters
+        mode = {"training": True} if takes_training else {}
+
         def loss_of(values):
             outputs, _ = model.stateless_call(
-                values, non_trainable, inputs, training=True
+                values, non_trainable, inputs, **mode
             )
             return loss_of_outputs(outputs)
 
