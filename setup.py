@@ -75,7 +75,6 @@ setup(
             # removed.
             "setuptools>=65,<81",
             "tf-keras>=2.21,<2.22",
-            "scipy>=1.11",
             # Imported by keras-hub's TestCase, the base of tests/test_case.py.
             "grain>=0.2,<0.3",
             "ruff>=0.17,<0.18",
