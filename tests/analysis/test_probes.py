@@ -84,12 +84,23 @@ def test_copy_masked_targets_are_the_source_span(length):
     assert examples.chance == pytest.approx(len(spans) / spans.sum())
 
 
+def _assert_read_at_x(examples):
+    """The answer is read at the marker `x` (`A`)."""
+    rows = np.arange(len(examples.labels))[:, None]
+    read = examples.inputs["token_ids"][rows, examples.inputs["mask_positions"]]
+    assert (read == TEXT.id_of("x")).all()
+    assert examples.labels.shape == examples.inputs["mask_positions"].shape
+
+
 @pytest.mark.parametrize("length", LENGTHS)
 def test_order_labels_are_which_marker_comes_first(length):
     examples = _examples("order", length, num=200)
     a, b = _positions(examples, "x"), _positions(examples, "y")
     assert (np.abs(a - b) == 1).all()
-    np.testing.assert_array_equal(examples.labels, (a < b).astype("int32"))
+    np.testing.assert_array_equal(
+        examples.labels[:, 0], (a < b).astype("int32")
+    )
+    _assert_read_at_x(examples)
     assert examples.labels.mean() == 0.5 and examples.chance == 0.5
 
 
@@ -98,7 +109,10 @@ def test_distance_labels_are_the_markers_gap(length):
     k = 4
     examples = _examples("distance", length, num=200, k=k)
     gaps = np.abs(_positions(examples, "x") - _positions(examples, "y"))
-    np.testing.assert_array_equal(examples.labels, (gaps <= k).astype("int32"))
+    np.testing.assert_array_equal(
+        examples.labels[:, 0], (gaps <= k).astype("int32")
+    )
+    _assert_read_at_x(examples)
     assert gaps.min() >= 1 and gaps.max() <= 3 * k
     assert examples.labels.mean() == 0.5 and examples.chance == 0.5
 

@@ -1,8 +1,9 @@
 """The probe models: a `TupeBackbone` and a small head, trained with `fit`.
 
-- `copy` and `passkey` read each `[MASK]` with keras-hub's `MaskedLMHead`
-  (as `BertMaskedLM` does), over the copy pool's tokens or the ten digits;
-- `order` and `distance` classify the pooled `[CLS]` output (2 classes).
+every task reads its answers with keras-hub's `MaskedLMHead` (as
+`BertMaskedLM` does) at `mask_positions`: each `[MASK]` over the copy
+pool's tokens (`copy`) or the ten digits (`passkey`), the marker `A` over
+two classes (`order`, `distance`).
 
 Runs with one seed share their initial weights: every weight a variant
 shares with `nope` (the token and segment embeddings, the transformer
@@ -57,24 +58,17 @@ def build_probe_model(task, backbone_arguments, copy_classes=COPY_POOL_SIZE):
 
     Returns:
         A `keras.Model`; its inputs are the backbone's, plus
-        `mask_positions` for `copy` and `passkey`; its logits are `[batch,
-        masks, copy_classes]` (copy), `[batch, 5, 10]` (passkey) or
-        `[batch, 2]`.
+        `mask_positions`; its logits are `[batch, masks, copy_classes]`
+        (copy), `[batch, 5, 10]` (passkey) or `[batch, 1, 2]`.
     """
     backbone = TupeBackbone(**backbone_arguments)
     inputs = {name: _int_input(name) for name in BACKBONE_INPUTS}
     outputs = backbone(inputs)
-    sequence = outputs["sequence_output"]
-    if task in ("copy", "passkey"):
-        inputs["mask_positions"] = _int_input("mask_positions")
-        classes = copy_classes if task == "copy" else 10
-        logits = _masked_head(classes, f"{task}_head")(
-            sequence, mask_positions=inputs["mask_positions"]
-        )
-    else:
-        logits = keras.layers.Dense(
-            2, kernel_initializer=bert_initializer(), name=f"{task}_head"
-        )(outputs["pooled_output"])
+    inputs["mask_positions"] = _int_input("mask_positions")
+    classes = {"copy": copy_classes, "passkey": 10}.get(task, 2)
+    logits = _masked_head(classes, f"{task}_head")(
+        outputs["sequence_output"], mask_positions=inputs["mask_positions"]
+    )
     return keras.Model(inputs, logits, name=f"{task}_probe")
 
 

@@ -9,10 +9,11 @@ Four synthetic tasks, generated from the package's vocabulary and text
   are identical tokens, so a model without positions gives them identical
   outputs: its accuracy is at most `1 / m`.
 - `order` (local order): the words `A B` next to each other in a run of
-  one filler word, in this order or swapped (`B A`); predict which.
+  one filler word, in this order or swapped (`B A`); predict which, at
+  `A`.
 - `distance` (local distance): `A` and `B` in a run of one filler word;
-  predict whether they are at most `k` tokens apart (the others are
-  `k + 1 .. 3k` apart).
+  predict at `A` whether they are at most `k` tokens apart (the others
+  are `k + 1 .. 3k` apart).
 - `passkey` (retrieval at a depth): `[CLS] [MASK] x 5 [SEP] text [SEP]`,
   the phrase `the key is d d d d d .` at a random depth of real text
   (digit tokens removed); predict the `i`-th digit at the `i`-th mask, on
@@ -130,9 +131,12 @@ class Examples:
 
     Attributes:
         inputs: `token_ids`, `segment_ids`, `padding_mask` (int32 `[num,
-            n]`), and for `copy` `mask_positions` (`[num, m_max]`).
-        labels: int32 `[num]` (classes), `[num, m_max]` (copy: the span's
-            tokens) or `[num, 5]` (passkey: digits).
+            n]`) and `mask_positions`, where the answers are read
+            (`[num, m_max]` for copy, `[num, 5]` for passkey, `A`'s
+            position `[num, 1]` for order and distance).
+        labels: int32 `[num, 1]` (order, distance: the class),
+            `[num, m_max]` (copy: the span's tokens) or `[num, 5]`
+            (passkey: digits).
         weights: float32 like `labels` for `copy` (1 for a real mask, 0
             for padding), else None.
         chance: the best accuracy without positions (module docstring).
@@ -295,7 +299,11 @@ def _markers_in_filler(text, length, lengths, a, b, labels):
     content[rows, a] = text.id_of(MARKERS[0])
     content[rows, b] = text.id_of(MARKERS[1])
     framed = _framed(content, widths, cls, sep)
-    return Examples(_packed(framed, lengths, length), labels, None, 0.5)
+    inputs = _packed(framed, lengths, length)
+    # Read at `A` (after `[CLS]`): its own output attends to `B` directly,
+    # where a pooled `[CLS]` would have to relate two other positions.
+    inputs["mask_positions"] = (a + 1)[:, None].astype("int32")
+    return Examples(inputs, labels[:, None], None, 0.5)
 
 
 def _pair_of_segments(first, second, spans, length, cls, sep):
