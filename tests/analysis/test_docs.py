@@ -30,7 +30,7 @@ from tupe_tf.training.config import ModelConfig
 ROOT = Path(__file__).resolve().parents[2]
 # The blocks each document must carry.
 BLOCKS = {
-    "docs/results.md": ("answer", "details", "reproducibility"),
+    "docs/results.md": ("choice", "details", "reproducibility"),
     "README.md": ("readme",),
 }
 # Numbers in the prose that are not results of this project: the papers'
@@ -58,7 +58,9 @@ def _score(value):
 
 
 class Evidence:
-    """The committed records under `root`/docs/results and what they say."""
+    """The committed records under `root`/docs/results and what they say
+    (the study's and, for the choice table, the probes' of
+    `config.probe_study`)."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -68,6 +70,7 @@ class Evidence:
         study_records.check_study_settings(self.config)
         self.study_dir = Path(self.config.study_results_dir)
         self.records = study_report.load_records(self.config)
+        assert self.records.probes, self.config.probe_results_dir
         self.study = self._json(self.study_dir / "study.json")
         self.data = self._json(self.study_dir / "data.json")
         self.budget = [
@@ -414,14 +417,18 @@ def test_docs_match_records():
 
 @pytest.mark.parametrize(
     "moved",
-    ["pretrain/rope__seed1.json", "extend/bert-ad__seed0__steps500.json"],
+    [
+        "tiny_len64_steps2000/pretrain/rope__seed1.json",
+        "tiny_len64_steps2000/extend/bert-ad__seed0__steps500.json",
+        "probes_len32/probes/copy/rope_seed0.json",
+    ],
 )
 def test_moving_a_record_makes_the_docs_check_fail(tmp_path, moved):
     for doc in BLOCKS:
         (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / doc, tmp_path / doc)
     shutil.copytree(ROOT / "docs" / "results", tmp_path / "docs" / "results")
-    (tmp_path / "docs/results/tiny_len64_steps2000" / moved).unlink()
+    (tmp_path / "docs/results" / moved).unlink()
     assert any("differs from the records" in p for p in problems(tmp_path))
 
 

@@ -21,7 +21,9 @@ The study is split by step; this module is its public entry:
 - `study_summary`, `study_findings`: the spreads over seeds the tables
   and the findings are written from, and the findings in words (of
   fine-tuning and extension: `study_findings_tuning`; their wording and
-  the documents' blocks: `study_findings_markdown`);
+  the documents' blocks: `study_findings_markdown`); the table to choose
+  an encoding from, with the position probes' records, and its lines:
+  `choice_table`, `choice_lines`;
 - `study_extension`: the context extension runs and their table;
 - `study_data`, `study_stats`, `paired_stats`, `study_figures`: the
   held-out split, the spreads over seeds, the one rule every comparison

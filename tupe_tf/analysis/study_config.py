@@ -229,6 +229,12 @@ class CompareConfig(Settings):
         "docs/results.md).",
         element_type=str,
     )
+    probe_study: str = setting(
+        "probes_len32",
+        help="The position probes (scripts/probe.py) whose records, under "
+        "<results_dir>/<probe_study>/probes/, fill the probe columns of the "
+        "findings' choice table; empty: no probe columns.",
+    )
     from_results: bool = setting(
         False,
         help="Only rebuild the tables, findings and figures from the "
@@ -283,6 +289,16 @@ class CompareConfig(Settings):
         """Where the per-run JSON files and `tables.md` of the study go."""
         root = self.results_dir or os.path.join(self.output_dir, "results")
         return os.path.join(root, self.name)
+
+    @property
+    def probe_results_dir(self):
+        """Where the records of `probe_study` are, beside the study's
+        (None without `probe_study`)."""
+        if not self.probe_study:
+            return None
+        return os.path.join(
+            os.path.dirname(self.study_results_dir), self.probe_study
+        )
 
     @property
     def study_figures_dir(self):

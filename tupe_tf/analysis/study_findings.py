@@ -8,7 +8,8 @@ Holm over each family), with the seed count it rests on; nothing is
 typed by hand. `Findings` gives them as markdown blocks: the findings of
 pre-training (here) and those of fine-tuning and context extension
 (`study_findings_tuning`), worded and wrapped by
-`study_findings_markdown`. `study_report` writes them to `findings.md`
+`study_findings_markdown`, and the table to choose an encoding from, with
+the position probes' records (`choice_table`, `choice_lines`). `study_report` writes them to `findings.md`
 beside `tables.md`, and rewrites the blocks of them that markdown files
 (the project's `README.md` and `docs/results.md`) carry between markers
 (`--findings_docs`, `study_findings_markdown.updated_doc`);
@@ -17,10 +18,13 @@ committed records.
 
 Example:
 
->>> print(names(["rope", "shaw", "tupe-r"]))
-`rope`, `shaw` and `tupe-r`
+>>> from tupe_tf.analysis.study_config import CompareConfig
+>>> Findings(CompareConfig(), [], [], [], [], ["bert"]).blocks()
+{}
 """
 
+from tupe_tf.analysis import choice_lines
+from tupe_tf.analysis import choice_table
 from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_stats
@@ -30,23 +34,13 @@ from tupe_tf.analysis.study_config import REFERENCE
 from tupe_tf.analysis.study_findings_markdown import bullets
 from tupe_tf.analysis.study_findings_markdown import called
 from tupe_tf.analysis.study_findings_markdown import differences
-from tupe_tf.analysis.study_findings_markdown import names
 from tupe_tf.analysis.study_findings_markdown import seeds_text
-from tupe_tf.analysis.study_findings_markdown import task_name
 from tupe_tf.analysis.study_findings_markdown import wrap
 from tupe_tf.analysis.study_findings_tuning import TuningFindings
 
 
 def _spread(values, signed=False):
     return study_stats.format_spread(study_stats.spread(values), signed=signed)
-
-
-def _sides(versus):
-    """`(below, above)`: the variants whose difference in `versus`
-    (`{variant: Paired}`) is negative, or positive, in every seed."""
-    below = [v for v, c in versus.items() if c and c.high < 0]
-    above = [v for v, c in versus.items() if c and c.low > 0]
-    return below, above
 
 
 class Findings(TuningFindings):
@@ -58,10 +52,15 @@ class Findings(TuningFindings):
         pretrain, finetune, extensions, reruns: the finished-run dicts
             (`study_records.load_kind`).
         order: the variants in table order.
+        probes: the records of the position probes (`choice_table`'s
+            probe columns; none: no such columns).
     """
 
-    def __init__(self, config, pretrain, finetune, extensions, reruns, order):
+    def __init__(
+        self, config, pretrain, finetune, extensions, reruns, order, probes=()
+    ):
         self.config = config
+        self.probes = list(probes)
         self.pretrain = pretrain
         self.finetune = finetune
         self.extensions = extensions
@@ -217,79 +216,19 @@ class Findings(TuningFindings):
             f"losses to {heldout:.1e}."
         )
 
-    def _comparisons(self):
-        """Every comparison of the pre-training and GLUE findings."""
-        found = [
-            c
-            for baseline in study_summary.BASELINES
-            if baseline in self.summary
-            for c in self._versus(baseline).values()
-        ]
-        return found + [
-            row["versus"]
-            for rows in self.glue.values()
-            for row in rows.values()
-            if row.get("versus")
-        ]
-
-    def _readme_positions(self):
-        """Which variants end below (above) the bag-of-words level at
-        every seed."""
-        versus = self._versus(NO_POSITIONS)
-        below, above = _sides(versus)
-        parts = []
-        if below:
-            parts.append(
-                f"below `{NO_POSITIONS}`'s (the bag-of-words level) at every "
-                f"seed for {len(below)} of the {len(versus)} other variants, "
-                f"most for `{below[0]}` "
-                f"({paired_stats.format_difference(versus[below[0]])})"
-            )
-        if above:
-            level = "it" if below else f"`{NO_POSITIONS}`'s"
-            parts.append(f"above {level} at every seed for {names(above)}")
-        return "the final validation loss is " + (
-            " and ".join(parts) or f"on both sides of `{NO_POSITIONS}`'s"
-        )
-
-    def readme(self):
-        """One paragraph for the README."""
+    def readme(self, found):
+        """The README's summary: the scale, and the choices the rule
+        supports (`choice_lines.summary` of the columns `found`)."""
         model = self.config.pretrain.model.dims()
-        lengths = self.config.eval_lengths + self.config.beyond_table_lengths
-        short = self.config.pretrain.seq_length
         counts = [len(self.runs[v]) for v in self.order]
-        text = (
-            f"At this scale ({model['num_layers']} layers, length {short}, "
-            f"{self.budget:,} steps, {seeds_text(counts)})"
+        return (
+            f"At this scale ({model['num_layers']} layers, length "
+            f"{self.config.pretrain.seq_length}, {self.budget:,} steps, "
+            f"{seeds_text(counts)}), the study's rule (a paired t-test of the "
+            "per-seed differences, Holm-corrected) "
+            + choice_lines.summary(found)
+            + "."
         )
-        if NO_POSITIONS in self.summary:
-            text += " " + self._readme_positions() + ";"
-        comparisons = self._comparisons()
-        called = sum(c.different for c in comparisons)
-        tasks = " and ".join(map(task_name, self.glue))
-        text += (
-            " by the study's rule (a paired t-test of the per-seed "
-            f"differences, Holm-corrected) {called or 'none'} of its "
-            f"{len(comparisons)} comparisons (pre-training"
-            + (
-                f"; GLUE {tasks} against a model without pre-training"
-                if self.glue
-                else ""
-            )
-            + f") {'is' if called < 2 else 'are'} different"
-        )
-        text += (
-            f". The study also measures held-out loss at "
-            f"{min(lengths[1:]) // short}x-{max(lengths) // short}x the "
-            "trained length"
-        )
-        rows = self._extension_rows()
-        if rows:
-            text += (
-                f" and a context extension to {self.config.extension_length // short}x "
-                f"({seeds_text([len(r['seeds']) for r in rows])})"
-            )
-        return text + "."
 
     def blocks(self):
         """`{block name: markdown}` (see `study_findings_markdown.BLOCKS`);
@@ -304,9 +243,11 @@ class Findings(TuningFindings):
             self.extension(),
         ]
         details = [self.lengths(), self.glue_views()]
+        found = choice_table.columns(self, self.probes)
         return {
+            "choice": choice_lines.block(self, self.probes, found),
             "answer": bullets(answer),
             "details": bullets(details),
             "reproducibility": wrap(self.reproducibility()),
-            "readme": wrap(self.readme()),
+            "readme": wrap(self.readme(found)),
         }

@@ -25,7 +25,8 @@ from tupe_tf.utils.errors import UserError
 WIDTH = 100
 # The blocks of `findings.md`, in order, with their headings.
 BLOCKS = {
-    "answer": "Short answer",
+    "choice": "The table to choose from",
+    "answer": "Each comparison",
     "details": "Details",
     "reproducibility": "Reproducibility",
     "readme": "For the README",
@@ -165,7 +166,7 @@ def updated_doc(path, study, blocks, source_dir):
         text = f.read()
     present = doc_blocks(text, study)
     if not present:
-        begin, end = _marker(study, "answer")
+        begin, end = _marker(study, "choice")
         raise UserError(
             f"--findings_docs: {path} has no findings block of {study}; "
             f"add one, e.g. '{begin}' and '{end}' on lines of their own."

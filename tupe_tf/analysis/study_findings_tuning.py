@@ -103,7 +103,9 @@ class TuningFindings:
             "(glue_other_selections.md)): " + "; ".join(parts) + "."
         )
 
-    def _extension_rows(self):
+    def extension_rows(self):
+        """The `study_extension.summarize` rows of the longest second
+        phase on record (`[]` without extension records)."""
         rows = study_extension.summarize(
             self.config, self.extensions, self.pretrain, self.order
         )
@@ -112,7 +114,7 @@ class TuningFindings:
 
     def extension(self):
         """How the second phase changes each variant's length gap."""
-        rows = self._extension_rows()
+        rows = self.extension_rows()
         if not rows:
             return ""
         short = self.config.pretrain.seq_length

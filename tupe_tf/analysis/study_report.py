@@ -13,6 +13,7 @@ Example:
 import dataclasses
 import os
 
+from tupe_tf.analysis import choice_table
 from tupe_tf.analysis import paired_stats
 from tupe_tf.analysis import study_beyond_table
 from tupe_tf.analysis import study_extension
@@ -111,14 +112,15 @@ def report(config):
 
 @dataclasses.dataclass
 class Records:
-    """The study's finished-run dicts by kind, and the variants in table
-    order."""
+    """The study's finished-run dicts by kind, the variants in table
+    order, and the position probes' records (`config.probe_study`)."""
 
     pretrain: list
     finetune: list
     extensions: list
     reruns: list
     order: list
+    probes: list = dataclasses.field(default_factory=list)
 
 
 def load_records(config):
@@ -130,7 +132,8 @@ def load_records(config):
     on_record = {run["variant"] for run in pretrain + finetune + extensions}
     order = [v for v in VARIANTS if v in config.variants or v in on_record]
     reruns = study_records.load_kind(config, RERUNS)
-    return Records(pretrain, finetune, extensions, reruns, order)
+    probes = choice_table.load_probe_records(config)
+    return Records(pretrain, finetune, extensions, reruns, order, probes)
 
 
 def findings(config, records=None):
@@ -143,6 +146,7 @@ def findings(config, records=None):
         records.extensions,
         records.reruns,
         records.order,
+        records.probes,
     ).blocks()
 
 
