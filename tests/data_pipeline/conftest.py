@@ -169,3 +169,25 @@ def _cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv(
         "TUPE_TF_CACHE_DIR", os.fspath(tmp_path_factory.getbasetemp() / "cache")
     )
+
+
+@pytest.fixture()
+def files(tmp_path, corpus_file, vocab_file):
+    """Bad and good inputs, and the expected start of each error."""
+    binary = write_binary(tmp_path)
+    junk = write_undecodable(tmp_path)
+    greek = write_greek(tmp_path)
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    (tmp_path / "dir").mkdir()
+    no_cls = write_vocab(tmp_path / "no_cls.txt", drop=("[CLS]",))
+    return {
+        "no_cls": no_cls,
+        "corpus": corpus_file,
+        "vocab": vocab_file,
+        "binary": str(binary),
+        "junk": str(junk),
+        "greek": str(greek),
+        "empty": str(empty),
+        "dir": str(tmp_path / "dir"),
+    }
