@@ -241,11 +241,11 @@ def test_training_sees_only_the_fit_rows(
 @pytest.mark.parametrize(
     "runtime",
     [
-        RuntimeConfig(mixed_precision="mixed_bfloat16"),
+        # Orthogonal settings share a run.
+        RuntimeConfig(mixed_precision="mixed_bfloat16", steps_per_execution=3),
         RuntimeConfig(mixed_precision="mixed_float16"),
-        RuntimeConfig(steps_per_execution=3),
     ],
-    ids=["mixed_bfloat16", "mixed_float16", "steps_per_execution_3"],
+    ids=["mixed_bfloat16_steps_per_execution_3", "mixed_float16"],
 )
 def test_runtime_settings_fine_tune_and_learn(
     tmp_path, tiny_preset, sentiment_glue_dir, runtime
