@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.analysis.fake_records import pretraining_record
 from tests.analysis.test_docs import BLOCKS
 from tests.analysis.test_docs import ROOT
 from tests.analysis.test_docs import problems
@@ -70,16 +71,6 @@ def _probes():
     return records
 
 
-def _pretrain(variant, seed, final):
-    return {
-        "variant": variant,
-        "seed": seed,
-        "curve": {"steps": [100, 200], "val_loss": [6.0, final]},
-        "final_val_loss": final,
-        "heldout_loss_by_length": {},
-    }
-
-
 @pytest.fixture(scope="module")
 def found(tmp_path_factory):
     """`(findings, probes, columns)` of the hand-written records, the
@@ -99,7 +90,7 @@ def found(tmp_path_factory):
     probes = choice_table.load_probe_records(config)
     assert len(probes) == len(_probes())
     pretrain = [
-        _pretrain(variant, seed, values[seed])
+        pretraining_record(variant, seed, values[seed])
         for variant, values in LOSS.items()
         for seed in SEEDS
     ]

@@ -3,6 +3,7 @@ from hand-written records."""
 
 import pytest
 
+from tests.analysis.fake_records import pretraining_record
 from tupe_tf.analysis import compare
 from tupe_tf.analysis import study_report
 from tupe_tf.analysis import study_stats
@@ -158,16 +159,6 @@ def _extension_record(variant, seed, trained, refilled, extended):
     }
 
 
-def _pretraining_record(variant, seed, final):
-    return {
-        "variant": variant,
-        "seed": seed,
-        "curve": {"steps": [100, 200], "val_loss": [6.0, final]},
-        "final_val_loss": final,
-        "heldout_loss_by_length": {},
-    }
-
-
 def test_extension_gaps_are_spread_over_seeds_and_compared_by_seed():
     from tupe_tf.analysis import study_extension
     from tupe_tf.analysis import study_findings
@@ -183,10 +174,10 @@ def test_extension_gaps_are_spread_over_seeds_and_compared_by_seed():
     ]
     # tupe-a's pre-training ends 0.2 and 0.6 below nope's.
     pretrain = [
-        _pretraining_record("tupe-a", 0, 5.6),
-        _pretraining_record("tupe-a", 1, 5.2),
-        _pretraining_record("nope", 0, 5.8),
-        _pretraining_record("nope", 1, 5.8),
+        pretraining_record("tupe-a", 0, 5.6),
+        pretraining_record("tupe-a", 1, 5.2),
+        pretraining_record("nope", 0, 5.8),
+        pretraining_record("nope", 1, 5.8),
     ]
     order = ["tupe-a", "nope"]
     table = study_extension.render_table(config, extensions, pretrain, order)

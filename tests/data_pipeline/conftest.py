@@ -191,3 +191,23 @@ def files(tmp_path, corpus_file, vocab_file):
         "empty": str(empty),
         "dir": str(tmp_path / "dir"),
     }
+
+
+def good_flags(script, files, tmp_path):
+    """`{flag: value}` of a run of `script` (build_shards.py or
+    build_vocab.py) that succeeds on `files` (the `files` fixture), its
+    outputs under `tmp_path` (`out/`, `v/`): the tests of refusals change
+    one or two."""
+    if script == "build_vocab.py":
+        return {
+            "input": files["corpus"],
+            "output": str(tmp_path / "v" / "vocab.txt"),
+            "vocab_size": "100",
+        }
+    return {
+        "input": files["corpus"],
+        "vocab_file": files["vocab"],
+        "output_dir": str(tmp_path / "out"),
+        "max_seq_length": str(TEST_SEQ_LENGTH),
+        "num_shards": "2",
+    }

@@ -170,11 +170,7 @@ def _error_line(call):
 def test_build_shards_preflight_refuses(tmp_path, files, case):
     changes, expected = SHARD_CASES[case]
     settings = {
-        "input": files["corpus"],
-        "vocab_file": files["vocab"],
-        "output_dir": str(tmp_path / "out"),
-        "max_seq_length": str(conftest.TEST_SEQ_LENGTH),
-        "num_shards": "2",
+        **conftest.good_flags("build_shards.py", files, tmp_path),
         **changes,
     }
 
@@ -191,9 +187,7 @@ def test_build_shards_preflight_refuses(tmp_path, files, case):
 def test_build_vocab_refuses(tmp_path, files, case):
     changes, expected = VOCAB_CASES[case]
     settings = {
-        "input": files["corpus"],
-        "output": str(tmp_path / "v" / "vocab.txt"),
-        "vocab_size": "100",
+        **conftest.good_flags("build_vocab.py", files, tmp_path),
         **changes,
     }
 

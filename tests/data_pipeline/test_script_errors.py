@@ -52,24 +52,14 @@ def error_line(result, code=USAGE, logs=False):
 
 def _shards(files, tmp_path, *flags, **replace):
     """build_shards.py with good flags, some replaced or added."""
-    settings = {
-        "input": files["corpus"],
-        "vocab_file": files["vocab"],
-        "output_dir": str(tmp_path / "out"),
-        "max_seq_length": str(conftest.TEST_SEQ_LENGTH),
-        "num_shards": "2",
-    }
+    settings = conftest.good_flags("build_shards.py", files, tmp_path)
     settings.update(replace)
     args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
     return _run("build_shards.py", *args, *flags, tf_log_level=TF_LOG_LEVEL)
 
 
 def _vocab(files, tmp_path, *flags, **replace):
-    settings = {
-        "input": files["corpus"],
-        "output": str(tmp_path / "v" / "vocab.txt"),
-        "vocab_size": "100",
-    }
+    settings = conftest.good_flags("build_vocab.py", files, tmp_path)
     settings.update(replace)
     args = [f"--{k}={v}" for k, v in settings.items() if v is not None]
     return _run("build_vocab.py", *args, *flags, tf_log_level=TF_LOG_LEVEL)
