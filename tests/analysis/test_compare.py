@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import tupe_tf
 from tests.analysis.micro_study import NO_GLUE
 from tests.analysis.micro_study import SEQ
 from tests.analysis.micro_study import micro_config
@@ -204,6 +205,10 @@ def test_study_resumes_and_regenerates_from_results(study):
     assert saved["curve"]["steps"] == [2, 4]
     assert saved["final_val_loss"] == saved["curve"]["val_loss"][-1]
     assert set(saved["heldout_loss_by_length"]) == {str(SEQ), str(2 * SEQ)}
+    # Every record names the code that made it.
+    assert {r["tupe_tf_version"] for r in study["records"].values()} == {
+        tupe_tf.__version__
+    }
     # The fine-tuning's score: the evaluation file's after its last epoch,
     # the fine-tuning's own results, and a share of the 24 evaluation
     # sentences; its selection score, on 2 of the 24 training rows.

@@ -33,6 +33,7 @@ from tupe_tf.models.tupe_backbone import TupeBackbone
 from tupe_tf.training import finetune
 from tupe_tf.utils import fileio
 from tupe_tf.utils.errors import UserError
+from tupe_tf.version import __version__
 
 
 def _data(config):
@@ -233,6 +234,9 @@ def _execute(config, run, data, beyond_table_data, path=None):
     # Process CPU time of all threads: with a busy machine, wall time
     # overstates the compute; CPU time over the cores bounds it.
     result["cpu_seconds"] = _cpu_seconds() - cpu
+    # The code that made the record: a record of another version describes
+    # that version's options (docs/spec.md names what changed).
+    result["tupe_tf_version"] = __version__
     path = path or study_plan.result_path(config, run)
     study_records.write_json(path, result)
     print(
