@@ -175,11 +175,15 @@ def test_a_line_names_the_marked_variants_best_median_first(found):
     lines = choice_lines.use_lines(columns)
     # By median: rope 0.90, kerple-log 0.70, bert 0.50.
     assert (
-        "For **alignment (copy)**: at 32, use `rope` (n 4), `kerple-log` "
-        "(n 4), `bert` (n 4); at 64, no encoding is above `nope` by the rule at 4 seeds "
-        "each." in lines
+        "For **alignment (copy)**: at 32, use `rope` (0.90, n 4), `kerple-log` "
+        "(0.70, n 4), `bert` (0.50, n 4); at 64, no encoding is above `nope` "
+        "by the rule at 4 seeds each." in lines
     )
-    assert "For **the masked-LM loss at 64**: use `rope` (n 4)." in lines
+    rope = np.median(LOSS["rope"])
+    assert (
+        f"For **the masked-LM loss at 64**: use `rope` ({rope:.3f}, n 4)."
+        in lines
+    )
     assert (
         "For **local order**: at 32 and at 64, no encoding is above `nope` "
         "by the rule at 4 seeds each." in lines

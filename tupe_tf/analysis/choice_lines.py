@@ -3,7 +3,7 @@
 
 `choice_table` computes the columns; here each column that answers a need
 (`Column.need`) becomes part of that need's line: the variants the rule
-marks, best median first with their seed counts, or that none is marked
+marks, best median first with their medians and seed counts, or that none is marked
 and at how many seeds. `summary` says the same in one clause for the
 README.
 
@@ -11,9 +11,9 @@ Example:
 
 >>> from tupe_tf.analysis.choice_table import Column
 >>> column = Column("copy 32", {}, "alignment (copy)", "at 32",
-...                 "above `nope`", ranked=[("rope", 3)], counts=[3, 3])
+...                 "above `nope`", ranked=[("rope", 3, "0.98")], counts=[3, 3])
 >>> use_lines([column])
-['For **alignment (copy)**: at 32, use `rope` (n 3).']
+['For **alignment (copy)**: at 32, use `rope` (0.98, n 3).']
 """
 
 from tupe_tf.analysis import paired_stats
@@ -31,7 +31,9 @@ from tupe_tf.analysis.study_findings_markdown import wrap
 def _outcome(column):
     """What a column says for its need: the marked variants, or none."""
     if column.ranked:
-        return "use " + ", ".join(f"`{v}` (n {n})" for v, n in column.ranked)
+        return "use " + ", ".join(
+            f"`{v}` ({median}, n {n})" for v, n, median in column.ranked
+        )
     if not column.counts:
         return "no score on record"
     if column.unpaired:
@@ -72,7 +74,7 @@ def summary(found):
     for column in (c for c in found if c.need):
         if column.ranked:
             part = f"{column.need} {column.where}".strip()
-            marked.append(f"for {part} {names(v for v, _ in column.ranked)}")
+            marked.append(f"for {part} {names(v for v, *_ in column.ranked)}")
     for need in dict.fromkeys(c.need for c in found if c.need):
         parts = [c for c in found if c.need == need]
         counts = [n for c in parts for n in c.counts]

@@ -50,7 +50,8 @@ PROBE_NEEDS = {
 class Column:
     """A column: `header` and `{variant: cell}`; for a need the lines
     answer, the `need`, the part of it (`where`), what a mark says
-    (`better`), the marked `(variant, n)` best median first (`ranked`),
+    (`better`), the marked `(variant, n, median)` best median first
+    (`ranked`),
     the seed count of each cell with a value (`counts`) and, where the
     reference has no record, that (`unpaired`)."""
 
@@ -88,6 +89,10 @@ def cell(spread, digits, signed=False, marked=False):
     return f"{text} {MARK}" if marked else text
 
 
+def _median(spread, digits, signed):
+    return f"{spread['median']:{'+' if signed else ''}.{digits}f}"
+
+
 def better(comparison, lower):
     """Whether the rule calls a `paired_stats.Paired` (variant minus
     reference) better: different, and below the reference if `lower`."""
@@ -107,7 +112,12 @@ def measured(
     return Column(
         header,
         {v: cell(s, digits, signed, v in marked) for v, s in spreads.items()},
-        ranked=[(v, spreads[v]["n"]) for v in ranked],
+        # The median beside each name: a mark says "different", the
+        # median how far.
+        ranked=[
+            (v, spreads[v]["n"], _median(spreads[v], digits, signed))
+            for v in ranked
+        ],
         counts=[s["n"] for s in spreads.values() if s["n"]],
         **need,
     )
