@@ -1,6 +1,6 @@
 """The probe models: a `TupeBackbone` and a small head, trained with `fit`.
 
-every task reads its answers with keras-hub's `MaskedLMHead` (as
+Every task reads its answers with keras-hub's `MaskedLMHead` (as
 `BertMaskedLM` does) at `mask_positions`: each `[MASK]` over the copy
 pool's tokens (`copy`) or the ten digits (`passkey`), the marker `A` over
 two classes (`order`, `distance`).
